@@ -1,0 +1,246 @@
+"""The ranking environment: the reward model of Eq. 1 and the paper's generator.
+
+    r^l = f^l(<theta^l, v_{a^l} + w_l v_{a^{l-1}}>) + noise,      v_{a^0} = v0
+
+With ``w`` of shape (L, S-1) the reward at position l depends on a window of the S-1
+previous items (Appendix E): ``v_{a^l} + sum_i w[l, i-1] v_{a^{l-i}}``; positions before
+the user's last item contribute nothing.
+
+``RankingEnv`` is a JAX pytree, so its methods can be jitted and vmapped over runs and
+over batches of environments.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesrank import decode, scores
+from bayesrank.links import apply_links, resolve_links
+from bayesrank.noise import Noise, default_noise
+
+__all__ = ["RankingEnv"]
+
+
+def _as_float_array(x, name: str, ndim: int) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a numeric array, got {type(x).__name__}") from None
+    if arr.ndim != ndim:
+        raise ValueError(f"{name}: expected a {ndim}-d array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: expected finite values, found NaN or inf")
+    return arr
+
+
+def check_lists(lists, K: int, L: int, name: str = "items") -> None:
+    """Raise if ``lists`` is not an int array (..., L) of indices in [0, K)."""
+    if isinstance(lists, jax.core.Tracer):
+        return
+    arr = np.asarray(lists)
+    if arr.ndim < 1 or arr.shape[-1] != L:
+        raise ValueError(f"{name}: expected shape (L,) or (n, L) with L={L}, got {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name}: expected integer item indices, got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() >= K):
+        raise ValueError(
+            f"{name}: item indices must lie in [0, K-1] = [0, {K - 1}], "
+            f"got min {arr.min()} and max {arr.max()}"
+        )
+
+
+@jax.tree_util.register_pytree_node_class
+class RankingEnv:
+    """An ordered-list bandit environment with neighbour-dependent GLM rewards.
+
+    Args:
+        items: (K, d) item vectors v_1..v_K.
+        theta: (L, d) one parameter per position.
+        w: (L,) dependency of each position on the previous item, or (L, S-1) for a
+            window of S-1 previous items.
+        v0: (d,) the user's last item (the item "before" position 1); zeros if None.
+        link: a link name ("identity", "logistic", "probit", "exp"), a callable, or one
+            per position.
+        noise: a :mod:`bayesrank.noise` family; by default Gaussian(1) for the identity
+            link, Bernoulli for logistic/probit and Poisson for exp.
+
+    Example:
+        >>> import bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4, d=10, w_max=10.0)
+        >>> items, value = env.best()
+        >>> float(env.regret(items))
+        0.0
+    """
+
+    def __init__(self, items, theta, w, v0=None, link="identity", noise: Noise | None = None):
+        V = _as_float_array(items, "items", 2)
+        Th = _as_float_array(theta, "theta", 2)
+        W = np.asarray(w, dtype=float) if not isinstance(w, (int, float)) else None
+        if W is None:
+            raise ValueError("w: expected an (L,) or (L, S-1) array, got a scalar")
+        W = _as_float_array(W, "w", W.ndim if W.ndim in (1, 2) else 1)
+        K, d = V.shape
+        L = Th.shape[0]
+        if K < 1 or L < 1 or d < 1:
+            raise ValueError(
+                f"items/theta: need K >= 1, L >= 1 and d >= 1; got K={K}, L={L}, d={d}"
+            )
+        if Th.shape[1] != d:
+            raise ValueError(f"theta: expected shape (L, d) with d={d} (from items), got {Th.shape}")
+        if W.shape[0] != L:
+            raise ValueError(f"w: expected shape (L,) or (L, S-1) with L={L}, got {W.shape}")
+        if W.ndim == 2 and W.shape[1] < 1:
+            raise ValueError(f"w: a window needs S-1 >= 1 columns, got shape {W.shape}")
+        v0 = np.zeros(d) if v0 is None else _as_float_array(v0, "v0", 1)
+        if v0.shape != (d,):
+            raise ValueError(f"v0: expected shape (d,) = ({d},), got {v0.shape}")
+        links = resolve_links(link, L)
+        if noise is None:
+            noise = default_noise(links[0])
+        if not isinstance(noise, Noise):
+            raise TypeError(f"noise: expected a bayesrank.noise family, got {type(noise).__name__}")
+        for lk in links:
+            noise.check_link(lk)
+        self.items = jnp.asarray(V)
+        self.theta = jnp.asarray(Th)
+        self.w = jnp.asarray(W)
+        self.v0 = jnp.asarray(v0)
+        self.links = links
+        self.noise = noise
+        self._best_value = None
+
+    # -------------------------------------------------------------- pytree protocol
+    def tree_flatten(self):
+        return (self.items, self.theta, self.w, self.v0), (self.links, self.noise)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        obj = object.__new__(cls)
+        obj.items, obj.theta, obj.w, obj.v0 = children
+        obj.links, obj.noise = aux
+        obj._best_value = None
+        return obj
+
+    # ------------------------------------------------------------------- generators
+    @classmethod
+    def paper(
+        cls,
+        seed: int = 0,
+        K: int = 10,
+        L: int = 4,
+        d: int = 10,
+        w_max: float = 10.0,
+        link="identity",
+        noise: Noise | None = None,
+        v0=None,
+    ) -> "RankingEnv":
+        """The paper's instance generator (Section "Experiments").
+
+        theta^l = (theta'_l / 2, 1/2) and v_i = (v'_i, 1) with unit-norm theta', v'
+        (uniform directions in [-1, 1]^{d-1}, normalised, as in the authors' code);
+        w_l ~ Uniform(-w_max, w_max); v0 = 0 unless given.
+        """
+        for name, val in (("K", K), ("L", L), ("d", d)):
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {val!r}")
+        if d < 2:
+            raise ValueError(f"d: the paper's generator needs d >= 2, got {d}")
+        if not np.isfinite(w_max) or w_max < 0:
+            raise ValueError(f"w_max: expected a finite number >= 0, got {w_max!r}")
+        rng = np.random.default_rng(seed)
+
+        def unit_rows(n):
+            x = rng.uniform(-1.0, 1.0, size=(n, d - 1))
+            return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+        items = np.c_[unit_rows(K), np.ones(K)]
+        theta = 0.5 * np.c_[unit_rows(L), np.ones(L)]
+        w = rng.uniform(-w_max, w_max, size=L)
+        return cls(items, theta, w, v0=v0, link=link, noise=noise)
+
+    # -------------------------------------------------------------------- shapes
+    @property
+    def K(self) -> int:
+        return self.items.shape[0]
+
+    @property
+    def L(self) -> int:
+        return self.theta.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.items.shape[1]
+
+    @property
+    def S(self) -> int:
+        """Window size: 2 for pairwise dependence (w of shape (L,))."""
+        return 2 if self.w.ndim == 1 else self.w.shape[1] + 1
+
+    @property
+    def W(self):
+        """The dependency weights as an (L, S-1) array."""
+        return self.w[:, None] if self.w.ndim == 1 else self.w
+
+    @property
+    def link(self):
+        names = tuple(lk.name for lk in self.links)
+        return names[0] if len(set(names)) == 1 else names
+
+    # ------------------------------------------------------------------- the model
+    def features(self, lists):
+        """(..., L, d) features x^l of the shown lists."""
+        return scores.list_features(self.items, self.W, self.v0, lists)
+
+    def position_means(self, lists):
+        """Expected reward of each position: (L,) for a list, (..., L) for a batch."""
+        check_lists(lists, self.K, self.L)
+        x = self.features(lists)  # (..., L, d)
+        z = jnp.einsum("...ld,ld->...l", x, self.theta)
+        z = jnp.moveaxis(z, -1, 0)
+        return jnp.moveaxis(apply_links(self.links, z), 0, -1)
+
+    def expected_reward(self, lists):
+        """Expected total reward of each list: () or (...)."""
+        return jnp.sum(self.position_means(lists), axis=-1)
+
+    def sample(self, key, lists):
+        """Rewards (..., L) of the shown lists, drawn with a JAX PRNG key."""
+        return self.noise.sample(key, self.position_means(lists))
+
+    def score_tables(self):
+        """True scores in the decoder's layout: ``(first, pairs)`` for S = 2,
+        else the window list of :func:`bayesrank.scores.window_scores`."""
+        if self.S == 2:
+            return scores.pair_scores(self.theta, self.items, self.w.reshape(-1), self.v0, self.links)
+        return scores.window_scores(self.theta, self.items, self.W, self.v0, self.links)
+
+    def best(self, distinct: bool = False, mask=None, top_k=None):
+        """The best list and its expected total reward (exact)."""
+        tables = self.score_tables()
+        if self.S == 2:
+            return decode.best_list(*tables, distinct=distinct, mask=mask, top_k=top_k)
+        if distinct or mask is not None or top_k is not None:
+            raise ValueError(
+                "distinct/mask/top_k: only supported for pairwise dependence (S = 2)"
+            )
+        return decode.window_decode(tables)
+
+    @property
+    def best_value(self):
+        """Expected total reward of the best list (unconstrained), cached."""
+        if self._best_value is None:
+            self._best_value = self.best()[1]
+        return self._best_value
+
+    def regret(self, lists, best_value=None):
+        """Pseudo-regret: best expected total reward minus that of each list."""
+        bv = self.best_value if best_value is None else best_value
+        return bv - self.expected_reward(lists)
+
+    def __repr__(self) -> str:
+        return (
+            f"RankingEnv(K={self.K}, L={self.L}, d={self.d}, S={self.S}, "
+            f"link={self.link!r}, noise={self.noise!r})"
+        )
