@@ -196,6 +196,9 @@ class RankingEnv:
     def position_means(self, lists):
         """Expected reward of each position: (L,) for a list, (..., L) for a batch."""
         check_lists(lists, self.K, self.L)
+        return _position_means(self, jnp.asarray(lists))
+
+    def _position_means(self, lists):
         x = self.features(lists)  # (..., L, d)
         z = jnp.einsum("...ld,ld->...l", x, self.theta)
         z = jnp.moveaxis(z, -1, 0)
@@ -212,20 +215,44 @@ class RankingEnv:
     def score_tables(self):
         """True scores in the decoder's layout: ``(first, pairs)`` for S = 2,
         else the window list of :func:`bayesrank.scores.window_scores`."""
+        return _score_tables(self)
+
+    def _score_tables(self):
         if self.S == 2:
-            return scores.pair_scores(self.theta, self.items, self.w.reshape(-1), self.v0, self.links)
+            return scores.pair_scores(
+                self.theta, self.items, self.w.reshape(-1), self.v0, self.links
+            )
         return scores.window_scores(self.theta, self.items, self.W, self.v0, self.links)
 
     def best(self, distinct: bool = False, mask=None, top_k=None):
-        """The best list and its expected total reward (exact)."""
+        """The best list and its expected total reward (exact).
+
+        Args:
+            distinct: forbid repeated items (S = 2 only).
+            mask: (K,) bool, True where the item may be shown.
+            top_k: the k best lists (S = 2 only).
+
+        Returns:
+            items (L,) int array and its expected total reward; with ``top_k=k``,
+            items (k, L) and values (k,).
+        """
         tables = self.score_tables()
         if self.S == 2:
             return decode.best_list(*tables, distinct=distinct, mask=mask, top_k=top_k)
-        if distinct or mask is not None or top_k is not None:
+        if distinct or top_k is not None:
             raise ValueError(
-                "distinct/mask/top_k: only supported for pairwise dependence (S = 2)"
+                "distinct/top_k: only supported for pairwise dependence (S = 2)"
             )
-        return decode.window_decode(tables)
+        if mask is not None:
+            m = np.asarray(mask)
+            if m.shape != (self.K,) or m.dtype != bool:
+                raise ValueError(
+                    f"mask: expected a ({self.K},) bool array, got shape {m.shape} "
+                    f"and dtype {m.dtype}"
+                )
+            if not m.any():
+                raise ValueError("mask: every item is masked out; no list can be shown")
+        return decode.window_decode(tables, mask=mask)
 
     @property
     def best_value(self):
@@ -244,3 +271,9 @@ class RankingEnv:
             f"RankingEnv(K={self.K}, L={self.L}, d={self.d}, S={self.S}, "
             f"link={self.link!r}, noise={self.noise!r})"
         )
+
+
+# Compiled once per environment structure and list shape (eager op-by-op dispatch of
+# these small computations costs far more than the arithmetic).
+_position_means = jax.jit(RankingEnv._position_means)
+_score_tables = jax.jit(RankingEnv._score_tables)

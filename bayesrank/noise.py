@@ -25,6 +25,14 @@ from bayesrank.links import Link
 __all__ = ["Noise", "Gaussian", "Laplace", "Bernoulli", "Poisson", "default_noise"]
 
 
+def _float_mean(mean):
+    """The expected rewards as a JAX array of a floating dtype."""
+    mean = jnp.asarray(mean)
+    if not jnp.issubdtype(mean.dtype, jnp.floating):
+        mean = mean.astype(jnp.result_type(float))
+    return mean
+
+
 def _check_scale(value, name: str, *, allow_zero: bool = True) -> float:
     try:
         v = float(value)
@@ -69,7 +77,7 @@ class Gaussian(Noise):
         object.__setattr__(self, "sd", _check_scale(self.sd, "Gaussian.sd"))
 
     def sample(self, key, mean):
-        mean = jnp.asarray(mean)
+        mean = _float_mean(mean)
         return mean + self.sd * jax.random.normal(key, mean.shape, mean.dtype)
 
     def variance(self, mean):
@@ -92,7 +100,7 @@ class Laplace(Noise):
         object.__setattr__(self, "sd", _check_scale(self.sd, "Laplace.sd"))
 
     def sample(self, key, mean):
-        mean = jnp.asarray(mean)
+        mean = _float_mean(mean)
         k1, k2 = jax.random.split(key)
         gauss = jax.random.normal(k1, mean.shape, mean.dtype)
         lap = jax.random.laplace(k2, mean.shape, mean.dtype)
@@ -109,12 +117,12 @@ class Bernoulli(Noise):
     name = "bernoulli"
 
     def sample(self, key, mean):
-        mean = jnp.asarray(mean)
+        mean = _float_mean(mean)
         u = jax.random.uniform(key, mean.shape, mean.dtype)
         return (u < mean).astype(mean.dtype)
 
     def variance(self, mean):
-        mean = jnp.asarray(mean)
+        mean = _float_mean(mean)
         return mean * (1.0 - mean)
 
     def check_link(self, link: Link) -> None:
@@ -137,7 +145,7 @@ class Poisson(Noise):
     name = "poisson"
 
     def sample(self, key, mean):
-        mean = jnp.asarray(mean)
+        mean = _float_mean(mean)
         return jax.random.poisson(key, mean, mean.shape).astype(mean.dtype)
 
     def variance(self, mean):

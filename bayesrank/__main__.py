@@ -1,0 +1,5 @@
+import sys
+
+from bayesrank.cli import main
+
+sys.exit(main())

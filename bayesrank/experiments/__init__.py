@@ -1,0 +1,5 @@
+"""Experiments: vectorised simulation, the paper's reproduction, plots."""
+
+from bayesrank.experiments.simulate import noise_key, policy_seed, simulate
+
+__all__ = ["simulate", "policy_seed", "noise_key"]

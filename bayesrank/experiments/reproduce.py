@@ -1,0 +1,238 @@
+"""``bayesrank reproduce``: the paper's study, written as PNGs, NetCDF and a report.
+
+Parts: figure1 (K=100, max|w| = 0 and 10), appendix (K=10 with max|w| 0.1 and 10;
+K=100 with 0.5), robustness (Laplace perturbation eps = 1e-5, 0.1, 3 at K=10,
+max|w| = 1), nonlinear (misspecified link m -> m + exp(eps m) while the policies assume
+the identity link), timing (average response time per round at K = 10 and 100 beside
+the paper's table) and tightness (cumulative regret under the theorems' bounds).
+
+The figure panels use the authors' constant UCB width alpha = 1 + sqrt(log(2/delta)/2),
+as their experiments did; the tightness part uses Lemma 1's width, which the theorems
+assume.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["reproduce", "PAPER_TIMING_MS", "SCALES", "authors_alpha"]
+
+#: The paper's Table (average response time in ms, d=10, L=4, T=1e4, 100 runs).
+PAPER_TIMING_MS = {
+    ("Baseline", 10): 8.43, ("Baseline", 100): 730.88,
+    ("RankUCB", 10): 8.85, ("RankUCB", 100): 780.02,
+    ("RankTS", 10): 8.02, ("RankTS", 100): 729.57,
+    ("GenRankUCB", 10): 9.30, ("GenRankUCB", 100): 801.89,
+}
+
+#: Rounds and runs per scale.
+SCALES = {"full": {"T": 10_000, "runs": 100}, "quick": {"T": 400, "runs": 8}}
+
+
+def authors_alpha(delta: float = 0.1) -> float:
+    """The constant UCB width of the authors' experiments."""
+    return 1.0 + math.sqrt(math.log(2.0 / delta) / 2.0)
+
+
+def _panel(name, env, T, runs, seed, out, title, report, alpha, extra=None):
+    import bayesrank as br
+    from bayesrank import plots
+    from bayesrank.experiments.demo import paper_policies, summary_rows
+
+    pol = paper_policies(env, alpha=alpha)
+    if extra:
+        pol.update(extra)
+    ds = br.simulate(env, pol, T=T, runs=runs, seed=seed)
+    ds.to_netcdf(out / f"{name}.nc")
+    fig = plots.regret_curves(ds, window=max(1, T // 200), title=title)
+    fig.axes[0].set_xlim(1, min(T, 1000) if T >= 1000 else T)
+    plots.save(fig, out / f"{name}.png")
+    rows = summary_rows(ds)
+    report.append(f"### {title}\n\n![{name}]({name}.png)\n\n"
+                  + plots.timing_table(rows, list(rows[0])) + "\n")
+    return ds
+
+
+def _figure1(out, scale, seed, report, quick):
+    import bayesrank as br
+
+    report.append("## Figure 1 (K = 100)\n\nPaper: all algorithms converge with w = 0; with "
+                  "max|w| = 10 the baseline plateaus (about 1.4 per round in the authors' "
+                  "figure) while RankUCB, GenRankUCB and RankTS reach about 0 by round 400.\n")
+    for w_max, tag in ((0.0, "w0"), (10.0, "w10")):
+        env = br.RankingEnv.paper(seed=seed, K=100, L=4, d=10, w_max=w_max)
+        _panel(f"figure1_{tag}", env, scale["T"], scale["runs"], seed, out,
+               f"Figure 1: K=100, max|w|={w_max:g}", report, authors_alpha())
+
+
+def _appendix(out, scale, seed, report, quick):
+    import bayesrank as br
+
+    report.append("## Appendix figure\n\nPaper: with max|w| = 0.1 all converge; with "
+                  "max|w| = 10 (K = 10) the baseline stays near 0.4 per round; with "
+                  "max|w| = 0.5 (K = 100) the baseline converges to a non-optimal list.\n")
+    for K, w_max, tag in ((10, 0.1, "K10_w0.1"), (10, 10.0, "K10_w10"), (100, 0.5, "K100_w0.5")):
+        env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
+        _panel(f"appendix_{tag}", env, scale["T"], scale["runs"], seed, out,
+               f"Appendix: K={K}, max|w|={w_max:g}", report, authors_alpha())
+
+
+def _robustness(out, scale, seed, report, quick):
+    import bayesrank as br
+
+    report.append("## Robustness to Laplace noise (K = 10, max|w| = 1)\n\nPaper: small "
+                  "perturbations are harmless (0.1 even speeds convergence); eps = 3 can "
+                  "leave linear regret.\n")
+    for eps in (1e-5, 0.1, 3.0):
+        env = br.RankingEnv.paper(seed=seed, K=10, L=4, d=10, w_max=1.0,
+                                  noise=br.noise.Laplace(eps=eps, sd=1.0))
+        _panel(f"robustness_eps{eps:g}", env, scale["T"], scale["runs"], seed, out,
+               f"Laplace perturbation eps={eps:g}", report, authors_alpha())
+
+
+def misspecified_env(eps: float, seed: int = 0, K: int = 10, w_max: float = 1.0):
+    """The nonlinear perturbation: expected reward m -> m + exp(eps * m)."""
+    import jax.numpy as jnp
+
+    import bayesrank as br
+
+    base = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
+    return br.RankingEnv(base.items, base.theta, base.w, base.v0,
+                         link=lambda z: z + jnp.exp(eps * z), noise=br.noise.Gaussian(1.0))
+
+
+def _nonlinear(out, scale, seed, report, quick):
+    report.append("## Nonlinear perturbation (misspecified link, K = 10, max|w| = 1)\n\n"
+                  "The environment's mean is m + exp(eps m) while every policy assumes "
+                  "the identity link (the authors' robustness study).\n")
+    for eps in (0.1, 1.0):
+        env = misspecified_env(eps, seed=seed)
+        _panel(f"nonlinear_eps{eps:g}", env, scale["T"], scale["runs"], seed, out,
+               f"Misspecified link m + exp({eps:g} m)", report, authors_alpha())
+
+
+def response_times(K: int, rounds: int = 200, seed: int = 0) -> dict:
+    """Average response time (select + update, ms per round) through the class API."""
+    import jax
+
+    import bayesrank as br
+    from bayesrank.experiments.demo import paper_policies
+
+    env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
+    out = {}
+    for name, fac in paper_policies(env, alpha=authors_alpha()).items():
+        pol = fac(seed)
+        keys = [jax.random.key(t) for t in range(rounds + 10)]
+        for t in range(10):  # compile and warm up
+            it = pol.select()
+            pol.update(it, np.asarray(env.sample(keys[t], it)))
+        rs = [np.asarray(env.sample(keys[t], env.best()[0])) for t in range(rounds)]
+        t0 = time.perf_counter()
+        for t in range(rounds):
+            it = pol.select()
+            pol.update(it, rs[t])
+        out[name] = 1e3 * (time.perf_counter() - t0) / rounds
+    return out
+
+
+def _timing(out, scale, seed, report, quick):
+    import bayesrank as br
+    from bayesrank import plots
+    from bayesrank.experiments.demo import paper_policies
+
+    rows = []
+    rounds = 100 if quick else 500
+    for K in (10, 100):
+        art = response_times(K, rounds=rounds, seed=seed)
+        env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
+        T_v, runs_v = (200, 8) if quick else (1000, 100)
+        ds = br.simulate(env, paper_policies(env, alpha=authors_alpha()), T=T_v, runs=runs_v,
+                         seed=seed, progress=False)
+        for name in art:
+            paper = PAPER_TIMING_MS[(name, K)]
+            vec = 1e3 * ds["seconds"].sel(policy=name).item() / (T_v * runs_v)
+            rows.append({
+                "algorithm": name, "K": K, "paper ART (ms)": paper,
+                "bayesrank ART, class API (ms)": art[name],
+                "speed-up vs paper": paper / art[name],
+                f"vectorised ms/round/run ({runs_v} runs x {T_v}, incl. compile)": vec,
+            })
+    table = plots.timing_table(rows, list(rows[0]))
+    (out / "timing.md").write_text(table + "\n")
+    (out / "timing.json").write_text(json.dumps(rows, indent=1))
+    report.append("## Average response time (d = 10, L = 4)\n\nThe paper's numbers were "
+                  "measured on an AMD Ryzen 5 5600X; ours on the machine named in the "
+                  "header. The authors' script grows like K^5 per round (about 0.13 s at "
+                  "K = 10, 4 s at K = 20, 30 s at K = 30).\n\n" + table + "\n")
+
+
+def _tightness(out, scale, seed, report, quick):
+    import bayesrank as br
+    from bayesrank import bounds, plots
+
+    T = scale["T"]
+    runs = scale["runs"]
+    env = br.RankingEnv.paper(seed=seed, K=10, L=4, d=10, w_max=10.0)
+    V, w, v0, L, d = env.items, env.w, env.v0, env.L, env.d
+    pol = {
+        "RankUCB": lambda s: br.RankUCB(items=V, w=w, v0=v0, seed=s),
+        "GenRankUCB": lambda s: br.GenRankUCB(items=V, L=L, v0=v0, seed=s),
+        "RankTS": lambda s: br.RankTS(items=V, w=w, v0=v0, seed=s),
+    }
+    ds = br.simulate(env, pol, T=T, runs=runs, seed=seed)
+    ds.to_netcdf(out / "tightness.nc")
+    consts = bounds.instance_constants(env)
+    t = np.arange(1, T + 1)
+    report.append("## Bound tightness (K = 10, max|w| = 10, Lemma 1 width)\n")
+    for name, fn in (("RankUCB", bounds.rank_ucb_bound), ("GenRankUCB", bounds.gen_rank_ucb_bound),
+                     ("RankTS", bounds.rank_ts_bound)):
+        b = fn(t, **consts)
+        fig = plots.tightness(ds, {f"{name} bound": b}, policy=name,
+                              title=f"{name}: cumulative regret vs its bound")
+        plots.save(fig, out / f"tightness_{name}.png")
+        cum = ds["regret"].sel(policy=name).values.cumsum(axis=1).mean(axis=0)
+        report.append(f"![tightness {name}](tightness_{name}.png)\n\n{name}: cumulative "
+                      f"regret at T={T} is {cum[-1]:.1f}, the bound {b[-1]:.1f} "
+                      f"(ratio {cum[-1] / b[-1]:.3g}).\n")
+
+
+PARTS = {
+    "figure1": _figure1, "appendix": _appendix, "robustness": _robustness,
+    "nonlinear": _nonlinear, "timing": _timing, "tightness": _tightness,
+}
+
+
+def reproduce(what: str = "all", out="bayesrank-reproduce", quick: bool = False, seed: int = 0):
+    """Run part ``what`` (or "all") of the paper's study; returns the report path."""
+    import platform
+
+    import jax
+
+    if what != "all" and what not in PARTS:
+        raise ValueError(f"what: expected one of {sorted(PARTS)} or 'all', got {what!r}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    scale = SCALES["quick" if quick else "full"]
+    report = [
+        "# bayesrank reproduction of 'Ranking In Generalized Linear Bandits'\n",
+        f"Scale: {'quick' if quick else 'full'} (T = {scale['T']}, {scale['runs']} runs); "
+        f"seed {seed}; machine: {platform.machine()} {platform.processor() or ''}, "
+        f"{__import__('os').cpu_count()} CPUs, jax {jax.__version__} on "
+        f"{jax.default_backend()}. Regret is pseudo-regret (expected rewards); the "
+        "authors plotted realised rewards, which is noisier.\n",
+    ]
+    todo = list(PARTS) if what == "all" else [what]
+    for part in todo:
+        t0 = time.perf_counter()
+        print(f"reproduce: {part} ...", flush=True)
+        PARTS[part](out, scale, seed, report, quick)
+        print(f"reproduce: {part} done in {time.perf_counter() - t0:.1f} s", flush=True)
+    path = out / ("report.md" if what == "all" else f"report_{what}.md")
+    path.write_text("\n".join(report))
+    print(f"wrote {path}")
+    return path

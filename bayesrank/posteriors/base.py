@@ -1,0 +1,79 @@
+"""The contract every per-position posterior model follows.
+
+A model holds one independent posterior over theta^l for each of the L positions, in a
+single state batched over positions (leading axis L). All methods except
+``check_rewards``, ``to_datatree`` and ``config`` are pure JAX functions, so policies can
+be jitted, scanned over rounds and vmapped over runs.
+
+    state = model.init(L, p)                       # p: feature dimension (d, or 2d)
+    state = model.update(state, x, y, valid)       # x (L, p), y (L,), valid (L,) bool
+    theta, state = model.draw(key, state)          # theta (L, p): one draw per position
+    mean = model.mean(state)                       # (L, p): posterior mean (or MAP)
+    model.check_rewards(y)                          # host-side support check, raises
+    dt = model.to_datatree(state, position, key)   # ArviZ xarray.DataTree (host side)
+    cfg = model.config(); type(model).from_config(cfg)   # JSON-able, for save/load
+
+``draw`` returns the state too: MCMC models advance their chains there; conjugate
+models return it unchanged. ``valid`` marks the positions whose reward counts (all True
+for a normal impression).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesrank.links import Link
+
+__all__ = ["PosteriorModel", "update_many", "check_reward_support"]
+
+
+@runtime_checkable
+class PosteriorModel(Protocol):
+    link: Link
+
+    def init(self, L: int, p: int) -> Any: ...
+
+    def update(self, state, x, y, valid=None) -> Any: ...
+
+    def draw(self, key, state) -> tuple[Any, Any]: ...
+
+    def mean(self, state) -> Any: ...
+
+    def check_rewards(self, y) -> None: ...
+
+    def to_datatree(self, state, position: int, key=None, **kwargs): ...
+
+    def config(self) -> dict: ...
+
+
+def update_many(model, state, X, Y, valid=None):
+    """Fold n impressions into the state in order: X (n, L, p), Y (n, L)."""
+    if valid is None:
+        valid = jnp.ones(Y.shape, bool)
+
+    def body(s, xyv):
+        x, y, v = xyv
+        return model.update(s, x, y, v), None
+
+    state, _ = jax.lax.scan(body, state, (X, Y, valid))
+    return state
+
+
+def check_reward_support(y, support: str, name: str = "rewards") -> None:
+    """Host-side check of reward values: finite, and binary or counts if required."""
+    if isinstance(y, jax.core.Tracer):
+        return
+    arr = np.asarray(y)
+    if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
+        raise TypeError(f"{name}: expected numeric rewards, got dtype {arr.dtype}")
+    arr = arr.astype(float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: expected finite rewards, found NaN or inf")
+    if support == "binary" and not np.all((arr == 0) | (arr == 1)):
+        raise ValueError(f"{name}: a Bernoulli likelihood needs rewards in {{0, 1}}")
+    if support == "count" and not np.all((arr >= 0) & (arr == np.round(arr))):
+        raise ValueError(f"{name}: a Poisson likelihood needs non-negative integer rewards")

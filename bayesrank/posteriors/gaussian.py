@@ -1,0 +1,668 @@
+"""Exact conjugate Bayesian linear regression, one posterior per position.
+
+Identity link, Gaussian noise. For each position l independently,
+
+    theta^l ~ N(m0, S0),   r = <theta^l, x> + eps,   eps ~ N(0, s^2)          (known s)
+
+gives the posterior N(m_n, P_n^{-1}) with
+
+    P_n = P0 + X^T X / s^2,   b_n = P0 m0 + X^T y / s^2,   m_n = P_n^{-1} b_n,
+
+where P0 = S0^{-1}. Each observation is a rank-one update of P_n *and* of its lower
+Cholesky factor (O(p^2), :func:`~bayesrank.posteriors.linalg.chol_update`); the mean is
+two triangular solves, a draw one more; nothing is ever inverted after construction.
+``log det P_n`` is carried incrementally (matrix determinant lemma).
+
+:class:`GaussianLinearUnknownNoise` puts a Normal-Inverse-Gamma prior on (theta, s^2):
+
+    s^2 ~ InvGamma(a0, b0),   theta | s^2 ~ N(m0, s^2 Lambda0^{-1}),
+
+so that Lambda_n = Lambda0 + X^T X, m_n = Lambda_n^{-1}(Lambda0 m0 + X^T y),
+a_n = a0 + n / 2 and b_n = b0 + (y^T y + m0^T Lambda0 m0 - m_n^T Lambda_n m_n) / 2.
+b_n is carried by the exact one-step recursion
+``b_{n+1} = b_n + (y - x^T m_n)^2 / (2 (1 + x^T Lambda_n^{-1} x))``, which avoids the
+cancellation of the batch formula.
+
+States are NamedTuples of arrays only, batched over positions; L and p come from the
+array shapes, so every method is pure, jittable and vmappable over runs.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> model = GaussianLinear(prior_scale=1.0, noise_scale=0.5)
+    >>> state = model.init(L=3, p=2)
+    >>> state = model.update(state, jnp.ones((3, 2)), jnp.array([1.0, 0.0, 2.0]))
+    >>> theta, state = model.draw(jax.random.key(0), state)
+    >>> theta.shape
+    (3, 2)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesrank.links import get_link
+from bayesrank.posteriors import linalg
+from bayesrank.posteriors.base import check_reward_support
+
+__all__ = [
+    "GaussianLinear",
+    "GaussianLinearUnknownNoise",
+    "GaussianState",
+    "NIGState",
+]
+
+
+class GaussianState(NamedTuple):
+    """Posterior of :class:`GaussianLinear`, batched over the L positions."""
+
+    prec: jax.Array  # (L, p, p) posterior precision P_n = P0 + X^T X / s^2
+    chol: jax.Array  # (L, p, p) lower Cholesky factor of prec
+    b: jax.Array  # (L, p) P0 m0 + X^T y / s^2 (so the mean is prec^{-1} b)
+    n: jax.Array  # (L,) int32, number of observations folded in
+    logdet: jax.Array  # (L,) log det prec, carried incrementally
+
+
+class NIGState(NamedTuple):
+    """Posterior of :class:`GaussianLinearUnknownNoise`, batched over positions."""
+
+    prec: jax.Array  # (L, p, p) Lambda_n = Lambda0 + X^T X
+    chol: jax.Array  # (L, p, p) lower Cholesky factor of prec
+    b: jax.Array  # (L, p) Lambda0 m0 + X^T y
+    n: jax.Array  # (L,) int32, number of observations folded in
+    logdet: jax.Array  # (L,) log det prec, carried incrementally
+    rate: jax.Array  # (L,) b_n, the inverse-gamma rate of s^2 (shape: a0 + n / 2)
+
+
+# --------------------------------------------------------------------- validation
+def _is_traced(value) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def _to_float_array(value, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name}: expected a real number or array, got {type(value).__name__}"
+        ) from None
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: expected finite values, found NaN or inf")
+    return arr.item() if arr.ndim == 0 else arr
+
+
+def _check_positive_scalar(value, name: str):
+    if _is_traced(value):
+        if jnp.ndim(value) != 0:
+            raise ValueError(f"{name}: expected a scalar, got shape {jnp.shape(value)}")
+        return value
+    arr = _to_float_array(value, name)
+    if np.ndim(arr) != 0:
+        raise ValueError(f"{name}: expected a scalar, got shape {np.shape(arr)}")
+    if arr <= 0:
+        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+    return arr
+
+
+def _check_prior(prior_mean, prior_scale):
+    """Validate (prior_mean, prior_scale); return them and the implied p (or None)."""
+    if _is_traced(prior_mean):
+        mean = prior_mean
+    else:
+        mean = _to_float_array(prior_mean, "prior_mean")
+    if jnp.ndim(mean) > 1 or (jnp.ndim(mean) == 1 and jnp.shape(mean)[0] == 0):
+        raise ValueError(
+            f"prior_mean: expected a scalar or a (p,) vector, got shape {jnp.shape(mean)}"
+        )
+    if _is_traced(prior_scale):
+        scale = prior_scale
+    else:
+        scale = _to_float_array(prior_scale, "prior_scale")
+    sshape = jnp.shape(scale)
+    if len(sshape) > 2 or (len(sshape) == 2 and sshape[0] != sshape[1]):
+        raise ValueError(
+            "prior_scale: expected a scalar, a (p,) vector of standard deviations or a "
+            f"(p, p) covariance matrix, got shape {sshape}"
+        )
+    if len(sshape) >= 1 and sshape[0] == 0:
+        raise ValueError(f"prior_scale: expected p >= 1, got shape {sshape}")
+    if not _is_traced(scale):
+        if np.ndim(scale) < 2 and np.any(np.asarray(scale) <= 0):
+            raise ValueError("prior_scale: expected standard deviations > 0")
+        if np.ndim(scale) == 2:
+            if not np.allclose(scale, scale.T, rtol=1e-10, atol=1e-12):
+                raise ValueError("prior_scale: a (p, p) covariance must be symmetric")
+            try:
+                np.linalg.cholesky(scale)
+            except np.linalg.LinAlgError:
+                raise ValueError(
+                    "prior_scale: a (p, p) covariance must be positive definite"
+                ) from None
+    dims = {}
+    if jnp.ndim(mean) == 1:
+        dims["prior_mean"] = jnp.shape(mean)[0]
+    if len(sshape) >= 1:
+        dims["prior_scale"] = sshape[0]
+    if len(set(dims.values())) > 1:
+        raise ValueError(
+            f"prior_scale: its dimension {dims['prior_scale']} does not match "
+            f"prior_mean's {dims['prior_mean']}"
+        )
+    p = next(iter(dims.values()), None)
+    return mean, scale, p
+
+
+def _jsonable(value):
+    if _is_traced(value):
+        raise TypeError("config: hyper-parameters are traced JAX values")
+    arr = np.asarray(value, dtype=float)
+    return float(arr) if arr.ndim == 0 else arr.tolist()
+
+
+def _check_L_p(L, p, p_prior) -> tuple[int, int]:
+    for name, v in (("L", L), ("p", p)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    if p_prior is not None and p != p_prior:
+        raise ValueError(
+            f"p: the prior has dimension {p_prior}, but init was asked for p={p}"
+        )
+    return int(L), int(p)
+
+
+@jax.jit
+def _sample_many(keys, chol, b, scale):
+    """Host-side helper: len(keys) draws of N(P^{-1} b, scale^2 P^{-1}), P = C C^T.
+
+    keys (N,), chol (p, p), b (p,), scale () or (N,) -> (N, p).
+    """
+    mean = linalg.chol_solve(chol, b)
+    scale = jnp.broadcast_to(scale, keys.shape[:1])
+    return jax.vmap(linalg.sample_from_precision, in_axes=(0, None, None, 0))(
+        keys, mean, chol, scale
+    )
+
+
+# -------------------------------------------------------------------- shared core
+class _ConjugateLinear:
+    """Prior handling, shape guards and host-side helpers shared by both models."""
+
+    link = get_link("identity")
+    vmappable = True
+
+    def __init__(self, prior_mean, prior_scale):
+        self.prior_mean, self.prior_scale, self._p = _check_prior(
+            prior_mean, prior_scale
+        )
+
+    # ------------------------------------------------------------------ prior
+    def prior(self, p: int):
+        """The prior in precision form for dimension p.
+
+        Returns:
+            m0 (p,), P0 (p, p) prior precision (relative to s^2 for the NIG model),
+            C0 (p, p) its lower Cholesky factor, logdet0 () = log det P0.
+        """
+        dtype = jnp.result_type(float)
+        m0 = jnp.broadcast_to(jnp.asarray(self.prior_mean, dtype), (p,))
+        scale = jnp.asarray(self.prior_scale, dtype)
+        if scale.ndim < 2:
+            sd = jnp.broadcast_to(scale, (p,))
+            P0 = jnp.diag(1.0 / sd**2)
+            C0 = jnp.diag(1.0 / sd)
+        else:
+            # The one O(p^3) step: the prior covariance is turned into a precision
+            # once, at init; updates never invert anything.
+            cov_chol = jnp.linalg.cholesky(scale)
+            P0 = linalg.chol_solve(cov_chol, jnp.eye(p, dtype=dtype))
+            P0 = 0.5 * (P0 + P0.T)
+            C0 = jnp.linalg.cholesky(P0)
+        return m0, P0, C0, linalg.chol_logdet(C0)
+
+    def _init_common(self, L: int, p: int):
+        L, p = _check_L_p(L, p, self._p)
+        m0, P0, C0, logdet0 = self.prior(p)
+        tile = lambda a: jnp.broadcast_to(a, (L, *a.shape))  # noqa: E731
+        return (
+            tile(P0),
+            tile(C0),
+            tile(P0 @ m0),
+            jnp.zeros((L,), jnp.int32),
+            tile(logdet0),
+        )
+
+    # ------------------------------------------------------------ shape guards
+    @staticmethod
+    def _check_update_args(state, x, y, valid):
+        L, p = state.b.shape
+        dtype = state.b.dtype
+        x = jnp.asarray(x, dtype)
+        y = jnp.asarray(y, dtype)
+        if x.shape != (L, p):
+            raise ValueError(f"x: expected shape (L, p) = ({L}, {p}), got {x.shape}")
+        if y.shape != (L,):
+            raise ValueError(f"y: expected shape (L,) = ({L},), got {y.shape}")
+        if valid is None:
+            valid = jnp.ones((L,), bool)
+        else:
+            valid = jnp.asarray(valid)
+            if valid.shape != (L,):
+                raise ValueError(
+                    f"valid: expected a (L,) = ({L},) bool array, got {valid.shape}"
+                )
+            valid = valid.astype(bool)
+        return x, y, valid
+
+    @staticmethod
+    def _select(valid, new, old):
+        def pick(a, b):
+            v = valid.reshape(valid.shape + (1,) * (a.ndim - 1))
+            return jnp.where(v, a, b)
+
+        return jax.tree_util.tree_map(pick, new, old)
+
+    # ------------------------------------------------------------ common maths
+    def mean(self, state) -> jax.Array:
+        """Posterior mean of theta per position, (L, p): ``prec^{-1} b``."""
+        return jax.vmap(linalg.chol_solve)(state.chol, state.b)
+
+    def check_rewards(self, y) -> None:
+        """Host-side check: finite real rewards (raises ValueError/TypeError)."""
+        check_reward_support(y, "real", name="rewards")
+
+    # ------------------------------------------------------------ host helpers
+    @staticmethod
+    def _check_position(state, position) -> int:
+        L = state.b.shape[0]
+        if (
+            isinstance(position, bool)
+            or not isinstance(position, (int, np.integer))
+            or not 0 <= position < L
+        ):
+            raise ValueError(f"position: expected an int in [0, {L - 1}], got {position!r}")
+        return int(position)
+
+    @staticmethod
+    def _check_data(data, state, position: int):
+        if data is None:
+            return None
+        try:
+            X, y = data
+        except (TypeError, ValueError):
+            raise TypeError("data: expected a pair (X (n, p), y (n,))") from None
+        X = np.asarray(X, dtype=float)
+        y = np.asarray(y, dtype=float)
+        p = state.b.shape[1]
+        if X.ndim != 2 or X.shape[1] != p:
+            raise ValueError(f"data: expected X of shape (n, {p}), got {X.shape}")
+        if y.shape != (X.shape[0],):
+            raise ValueError(
+                f"data: expected y of shape (n,) = ({X.shape[0]},), got {y.shape}"
+            )
+        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+            raise ValueError("data: expected finite values, found NaN or inf")
+        n_state = int(np.asarray(state.n)[position])
+        if X.shape[0] != n_state:
+            raise ValueError(
+                f"data: the state of position {position} holds {n_state} observations, "
+                f"but data has {X.shape[0]}; pass every observation folded into it"
+            )
+        return X, y
+
+    @staticmethod
+    def _check_draws(draws, chains) -> tuple[int, int]:
+        for name, v in (("draws", draws), ("chains", chains)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+        return int(draws), int(chains)
+
+    @classmethod
+    def _from_config_common(cls, cfg: dict) -> dict:
+        if not isinstance(cfg, dict):
+            raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
+        name = cfg.get("class", cls.__name__)
+        if name != cls.__name__:
+            raise ValueError(f"cfg: describes a {name!r}, not a {cls.__name__!r}")
+        return {k: v for k, v in cfg.items() if k != "class"}
+
+
+# ------------------------------------------------------------------- known noise
+class GaussianLinear(_ConjugateLinear):
+    """Conjugate Gaussian posterior per position with known noise scale.
+
+    Args:
+        prior_mean: scalar or (p,) prior mean m0 of theta.
+        prior_scale: scalar or (p,) prior standard deviation(s), or a (p, p) prior
+            covariance matrix S0 (symmetric positive definite).
+        noise_scale: the known reward-noise standard deviation s > 0.
+
+    Raises:
+        ValueError: non-finite or non-positive scales, wrong or inconsistent shapes
+            (the message names the argument).
+
+    Example:
+        >>> model = GaussianLinear(prior_mean=0.0, prior_scale=[1.0, 2.0])
+        >>> state = model.init(L=4, p=2)
+        >>> model.mean(state).shape
+        (4, 2)
+    """
+
+    def __init__(self, prior_mean=0.0, prior_scale=1.0, noise_scale=1.0):
+        super().__init__(prior_mean, prior_scale)
+        self.noise_scale = _check_positive_scalar(noise_scale, "noise_scale")
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianLinear(prior_mean={self.prior_mean!r}, "
+            f"prior_scale={self.prior_scale!r}, noise_scale={self.noise_scale!r})"
+        )
+
+    def init(self, L: int, p: int) -> GaussianState:
+        """The prior, repeated for the L positions.
+
+        Args:
+            L: number of positions; p: feature dimension.
+
+        Returns:
+            GaussianState with shapes prec/chol (L, p, p), b (L, p), n/logdet (L,).
+        """
+        return GaussianState(*self._init_common(L, p))
+
+    def update(self, state: GaussianState, x, y, valid=None) -> GaussianState:
+        """Fold one observation per position into the posterior, O(L p^2).
+
+        Args:
+            state: current posterior.
+            x: (L, p) features of the shown items.
+            y: (L,) rewards.
+            valid: (L,) bool, False where the position is left unchanged; None = all.
+
+        Returns:
+            The updated state.
+        """
+        x, y, valid = self._check_update_args(state, x, y, valid)
+        inv_s = 1.0 / jnp.asarray(self.noise_scale, state.b.dtype)
+        xs = x * inv_s
+
+        def one(prec, chol, xs_l):
+            return (
+                prec + jnp.outer(xs_l, xs_l),
+                linalg.chol_update(chol, xs_l),
+                linalg.logdet_increment(chol, xs_l),
+            )
+
+        prec, chol, inc = jax.vmap(one)(state.prec, state.chol, xs)
+        new = GaussianState(
+            prec=prec,
+            chol=chol,
+            b=state.b + xs * (y * inv_s)[:, None],
+            n=state.n + 1,
+            logdet=state.logdet + inc,
+        )
+        return self._select(valid, new, state)
+
+    def draw(self, key, state: GaussianState) -> tuple[jax.Array, GaussianState]:
+        """One theta per position from N(m_n, P_n^{-1}) (Cholesky of P_n, no inverse).
+
+        Returns:
+            theta (L, p), and the state unchanged.
+        """
+        keys = jax.random.split(key, state.b.shape[0])
+        theta = jax.vmap(linalg.sample_from_precision)(
+            keys, self.mean(state), state.chol
+        )
+        return theta, state
+
+    def covariance(self, state: GaussianState) -> jax.Array:
+        """Posterior covariance P_n^{-1} per position, (L, p, p) (for inspection)."""
+        eye = jnp.eye(state.b.shape[1], dtype=state.b.dtype)
+        return jax.vmap(lambda c: linalg.chol_solve(c, eye))(state.chol)
+
+    def to_datatree(
+        self,
+        state: GaussianState,
+        position: int,
+        key=None,
+        *,
+        draws: int = 1000,
+        chains: int = 4,
+        data=None,
+    ):
+        """The exact posterior at one position, summarised as independent draws.
+
+        Args:
+            state: the posterior state.
+            position: 0-based position.
+            key: PRNG key of the draws (``jax.random.key(0)`` if None).
+            draws, chains: the draws are ``chains`` x ``draws`` exact i.i.d. samples.
+            data: ``(X (n, p), y (n,))``, every observation folded into this
+                position (policies pass their history). The state keeps only
+                sufficient statistics, so without data the groups log_likelihood,
+                observed_data and constant_data are left out (``arviz.summary``,
+                ``rhat`` and ``ess`` still work; ``psense_summary`` needs them).
+
+        Returns:
+            ``xarray.DataTree`` with posterior (theta), sample_stats (diverging),
+            log_prior and, with data, log_likelihood, observed_data, constant_data.
+
+        Raises:
+            ValueError: bad position, or data whose length differs from the count
+                of observations in the state.
+        """
+        from bayesrank.posteriors.datatree import make_datatree
+
+        position = self._check_position(state, position)
+        draws, chains = self._check_draws(draws, chains)
+        data = self._check_data(data, state, position)
+        key = jax.random.key(0) if key is None else key
+        keys = jax.random.split(key, chains * draws)
+        theta = _sample_many(keys, state.chol[position], state.b[position], 1.0)
+        theta = np.asarray(theta, dtype=float).reshape(chains, draws, -1)
+        p = theta.shape[-1]
+        m0, _, C0, logdet0 = (np.asarray(a, float) for a in self.prior(p))
+        r = (theta - m0) @ C0
+        log_prior = (
+            -0.5 * p * math.log(2 * math.pi) + 0.5 * logdet0 - 0.5 * np.sum(r * r, -1)
+        )
+        ll = obs = const = None
+        if data is not None:
+            X, y = data
+            s = float(self.noise_scale)
+            resid = y - theta @ X.T
+            ll = -0.5 * math.log(2 * math.pi * s * s) - 0.5 * (resid / s) ** 2
+            obs, const = y, {"X": X}
+        return make_datatree(
+            theta,
+            log_likelihood=ll,
+            log_prior=log_prior,
+            observed=obs,
+            constant_data=const,
+            attrs={"model": "GaussianLinear", "position": position},
+        )
+
+    def config(self) -> dict:
+        """JSON-able constructor arguments, with ``class``."""
+        return {
+            "class": type(self).__name__,
+            "prior_mean": _jsonable(self.prior_mean),
+            "prior_scale": _jsonable(self.prior_scale),
+            "noise_scale": _jsonable(self.noise_scale),
+        }
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> GaussianLinear:
+        """Rebuild from :meth:`config` output."""
+        return cls(**cls._from_config_common(cfg))
+
+
+# ------------------------------------------------------------------ unknown noise
+class GaussianLinearUnknownNoise(_ConjugateLinear):
+    """Normal-Inverse-Gamma posterior per position: theta and the noise variance.
+
+    ``s^2 ~ InvGamma(a0, b0)``, ``theta | s^2 ~ N(m0, s^2 Lambda0^{-1})`` with
+    ``Lambda0^{-1}`` built from ``prior_scale`` (relative to s).
+
+    Args:
+        prior_mean: scalar or (p,) prior mean m0.
+        prior_scale: scalar or (p,) standard deviations, or a (p, p) covariance, of
+            theta in units of s.
+        a0: inverse-gamma shape > 0 (the prior mean of s^2 exists for a0 > 1).
+        b0: inverse-gamma rate > 0; the default 1.0 with a0 = 2 gives E[s^2] = 1.
+
+    Raises:
+        ValueError: non-finite or non-positive hyper-parameters, bad shapes.
+    """
+
+    def __init__(self, prior_mean=0.0, prior_scale=1.0, a0=2.0, b0=1.0):
+        super().__init__(prior_mean, prior_scale)
+        self.a0 = _check_positive_scalar(a0, "a0")
+        self.b0 = _check_positive_scalar(b0, "b0")
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianLinearUnknownNoise(prior_mean={self.prior_mean!r}, "
+            f"prior_scale={self.prior_scale!r}, a0={self.a0!r}, b0={self.b0!r})"
+        )
+
+    def init(self, L: int, p: int) -> NIGState:
+        """The prior for L positions: prec/chol (L, p, p), b (L, p), n/logdet/rate (L,)."""
+        prec, chol, b, n, logdet = self._init_common(L, p)
+        rate = jnp.full((int(L),), self.b0, dtype=b.dtype)
+        return NIGState(prec, chol, b, n, logdet, rate)
+
+    def update(self, state: NIGState, x, y, valid=None) -> NIGState:
+        """Fold one observation per position in, O(L p^2) (see :meth:`GaussianLinear.update`)."""
+        x, y, valid = self._check_update_args(state, x, y, valid)
+
+        def one(prec, chol, b, x_l, y_l):
+            z = linalg.whiten(chol, x_l)
+            q = jnp.dot(z, z)
+            resid = y_l - jnp.dot(x_l, linalg.chol_solve(chol, b))
+            return (
+                prec + jnp.outer(x_l, x_l),
+                linalg.chol_update(chol, x_l),
+                b + x_l * y_l,
+                jnp.log1p(q),
+                0.5 * resid**2 / (1.0 + q),
+            )
+
+        prec, chol, b, inc, drate = jax.vmap(one)(
+            state.prec, state.chol, state.b, x, y
+        )
+        new = NIGState(prec, chol, b, state.n + 1, state.logdet + inc, state.rate + drate)
+        return self._select(valid, new, state)
+
+    def noise_posterior(self, state: NIGState) -> tuple[jax.Array, jax.Array]:
+        """Inverse-gamma parameters of s^2 per position: shape a_n (L,), rate b_n (L,)."""
+        return self.a0 + 0.5 * state.n.astype(state.rate.dtype), state.rate
+
+    def draw(self, key, state: NIGState) -> tuple[jax.Array, NIGState]:
+        """Draw s^2 ~ InvGamma(a_n, b_n), then theta ~ N(m_n, s^2 Lambda_n^{-1}).
+
+        Returns:
+            theta (L, p), and the state unchanged.
+        """
+        L = state.b.shape[0]
+        k_var, k_theta = jax.random.split(key)
+        shape, rate = self.noise_posterior(state)
+        sigma2 = rate / jax.random.gamma(k_var, shape, (L,), state.b.dtype)
+        keys = jax.random.split(k_theta, L)
+        theta = jax.vmap(linalg.sample_from_precision)(
+            keys, self.mean(state), state.chol, jnp.sqrt(sigma2)
+        )
+        return theta, state
+
+    def covariance(self, state: NIGState) -> jax.Array:
+        """Marginal posterior covariance of theta, ``b_n / (a_n - 1) Lambda_n^{-1}``.
+
+        (L, p, p); infinite where a_n <= 1 (the Student-t has no variance there).
+        """
+        shape, rate = self.noise_posterior(state)
+        factor = jnp.where(shape > 1, rate / (shape - 1), jnp.inf)
+        eye = jnp.eye(state.b.shape[1], dtype=state.b.dtype)
+        scale = jax.vmap(lambda c: linalg.chol_solve(c, eye))(state.chol)
+        return factor[:, None, None] * scale
+
+    def to_datatree(
+        self,
+        state: NIGState,
+        position: int,
+        key=None,
+        *,
+        draws: int = 1000,
+        chains: int = 4,
+        data=None,
+    ):
+        """Exact posterior draws of theta and sigma at one position, as a DataTree.
+
+        Posterior variables ``theta`` (chain, draw, theta_dim) and ``sigma`` (the noise
+        sd). ``log_prior`` holds two terms whose sum is the joint prior density:
+        ``theta``: log N(theta | m0, sigma^2 Lambda0^{-1}) and ``sigma``:
+        log InvGamma(sigma^2 | a0, b0) (the density of the variance, as specified). See :meth:`GaussianLinear.to_datatree` for
+        ``data`` and the other arguments.
+        """
+        from bayesrank.posteriors.datatree import make_datatree
+
+        position = self._check_position(state, position)
+        draws, chains = self._check_draws(draws, chains)
+        data = self._check_data(data, state, position)
+        key = jax.random.key(0) if key is None else key
+        k_var, k_theta = jax.random.split(key)
+        shape, rate = (a[position] for a in self.noise_posterior(state))
+        sigma2 = rate / jax.random.gamma(k_var, shape, (chains * draws,), rate.dtype)
+        keys = jax.random.split(k_theta, chains * draws)
+        theta = _sample_many(
+            keys, state.chol[position], state.b[position], jnp.sqrt(sigma2)
+        )
+        theta = np.asarray(theta, dtype=float).reshape(chains, draws, -1)
+        sigma2 = np.asarray(sigma2, dtype=float).reshape(chains, draws)
+        p = theta.shape[-1]
+        m0, _, C0, logdet0 = (np.asarray(a, float) for a in self.prior(p))
+        r = (theta - m0) @ C0
+        a0, b0 = float(self.a0), float(self.b0)
+        log_prior_theta = (
+            -0.5 * p * np.log(2 * math.pi * sigma2)
+            + 0.5 * logdet0
+            - 0.5 * np.sum(r * r, -1) / sigma2
+        )
+        log_prior_sigma2 = (
+            a0 * math.log(b0)
+            - math.lgamma(a0)
+            - (a0 + 1.0) * np.log(sigma2)
+            - b0 / sigma2
+        )
+        ll = obs = const = None
+        if data is not None:
+            X, y = data
+            resid = y - theta @ X.T
+            s2 = sigma2[..., None]
+            ll = -0.5 * np.log(2 * math.pi * s2) - 0.5 * resid**2 / s2
+            obs, const = y, {"X": X}
+        return make_datatree(
+            {"theta": theta, "sigma": np.sqrt(sigma2)},
+            log_likelihood=ll,
+            log_prior={"theta": log_prior_theta, "sigma": log_prior_sigma2},
+            observed=obs,
+            constant_data=const,
+            attrs={"model": "GaussianLinearUnknownNoise", "position": position},
+        )
+
+    def config(self) -> dict:
+        """JSON-able constructor arguments, with ``class``."""
+        return {
+            "class": type(self).__name__,
+            "prior_mean": _jsonable(self.prior_mean),
+            "prior_scale": _jsonable(self.prior_scale),
+            "a0": _jsonable(self.a0),
+            "b0": _jsonable(self.b0),
+        }
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> GaussianLinearUnknownNoise:
+        """Rebuild from :meth:`config` output."""
+        return cls(**cls._from_config_common(cfg))
+

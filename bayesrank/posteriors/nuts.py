@@ -1,0 +1,890 @@
+"""Per-position posteriors sampled by warm-started NUTS (NumPyro's functional kernel).
+
+Each position l has its own posterior over theta^l, defined by a NumPyro model (see
+:mod:`bayesrank.posteriors.models` for the contract), and its own NUTS chain. Nothing
+recompiles as data arrive:
+
+* Data live in zero-padded buffers ``x (L, n_max, p)``, ``y (L, n_max)`` with a count
+  per position; padded rows are masked on the observed sites only (the prior is never
+  masked), so every shape is static.
+* The chains are NumPyro ``HMCState`` s built by ``numpyro.infer.hmc.hmc(
+  potential_fn_gen=..., algo="NUTS")`` on the potential generator of
+  ``initialize_model(..., dynamic_args=True)``, batched over positions with ``vmap``.
+* ``update`` writes one impression into the buffers and refreshes ``potential_energy``
+  and ``z_grad`` of each chain at its current ``z`` on the new data (the kernel reuses
+  them, so stale values would make the next transition target the old posterior).
+* ``draw`` runs ``steps_per_round`` NUTS transitions per position and returns the last
+  ``theta``. The whole state is a NamedTuple of arrays: ``draw`` and ``update`` jit,
+  ``lax.scan`` over rounds and ``vmap`` over runs.
+
+Adaptation. The first ``num_warmup`` transitions of each chain adapt step size and
+(diagonal or dense) mass matrix with NumPyro's Stan-style windows, on whatever data have
+arrived (the prior at first). As data accumulate the posterior contracts like
+``n^{-1/2}``, so warm-up re-runs on a geometric schedule: once a position has
+``readapt_start`` observations, then each time its count has grown by ``readapt_growth``
+since the previous re-run began (10, 40, 160, 640, ... by default; between re-runs the
+posterior scale shrinks by at most ``sqrt(readapt_growth) = 2``, which NUTS absorbs
+through its tree depth). A re-run resets the chain's warm-up counter and restarts the
+adapter from the current step size and mass matrix; its transitions are the ordinary
+per-round ones, so re-adaptation adds no cost, no branch and no recompilation. A re-run
+due while an adaptation is still running waits for it to end. Draws made while adapting
+come from an adaptive chain (fine for Thompson sampling; ``diagnostics`` says when).
+
+Buffer overflow (more than ``n_max`` observations at a position): ``overflow="raise"``
+(default) raises ValueError from ``update`` when called eagerly, and under ``jit`` /
+``scan`` a host callback raises, which surfaces as a ``JaxRuntimeError`` carrying the
+same message. ``overflow="window"`` keeps the most recent ``n_max`` observations (a ring
+buffer): the posterior then conditions on a sliding window; ``state.n`` still counts
+every observation so the truncation is visible.
+
+Posterior mean. ``mean(state)`` is a running mean of the per-round draws (each round
+contributes the average of its ``steps_per_round`` transitions) with weight
+``1 / min(k, mean_window)`` at round k: the exact average of all rounds for the first
+``mean_window`` rounds, then an exponentially weighted average over about the last
+``mean_window`` rounds, so it follows the posterior as data arrive.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> from bayesrank.posteriors.nuts import BayesGLM
+    >>> model = BayesGLM(link="logistic", n_max=100, num_warmup=20)
+    >>> state = model.init(L=2, p=3)
+    >>> state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 0.0]))
+    >>> theta, state = model.draw(jax.random.key(0), state)
+    >>> theta.shape
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+from numpyro.distributions import biject_to
+from numpyro.infer.hmc import HMCState, hmc
+from numpyro.infer.hmc_util import IntegratorState, warmup_adapter
+from numpyro.infer.initialization import init_to_median
+from numpyro.infer.util import initialize_model
+from numpyro.primitives import Messenger
+
+from bayesrank.links import Link, get_link
+from bayesrank.posteriors import models
+from bayesrank.posteriors.base import check_reward_support
+
+__all__ = ["NutsState", "NumPyroModel", "BayesGLM", "MaskObserved"]
+
+_SUPPORT_BY_LINK = {
+    "identity": "real",
+    "logistic": "binary",
+    "probit": "binary",
+    "exp": "count",
+}
+
+
+class NutsState(NamedTuple):
+    """State of the per-position NUTS posteriors (arrays only; leading axis L)."""
+
+    x: jax.Array  # (L, n_max, p) feature buffer, zero rows past the count
+    y: jax.Array  # (L, n_max) reward buffer
+    n: jax.Array  # (L,) int, observations received (may exceed n_max in "window")
+    hmc: HMCState  # per-position NUTS states, every leaf with leading axis L
+    readapt_at: jax.Array  # (L,) int, count at which warm-up re-runs next
+    theta: jax.Array  # (L, p) last draw
+    theta_mean: jax.Array  # (L, p) running mean of the draws (see ``mean``)
+    rounds: jax.Array  # () int, number of ``draw`` calls
+    divergences: jax.Array  # (L,) int, divergent post-warm-up transitions
+    accept_sum: jax.Array  # (L,) sum of acceptance probabilities, post-warm-up
+    steps_sum: jax.Array  # (L,) int, leapfrog steps, post-warm-up
+    transitions: jax.Array  # (L,) int, post-warm-up transitions
+    tree_depth: jax.Array  # (L,) int, tree depth of the last transition
+
+
+class MaskObserved(Messenger):
+    """Mask observed sample sites only (the prior is left alone).
+
+    A site is masked when it is observed and the last dim of its batch shape equals
+    the mask length (the observation axis). ``numpyro.handlers.mask`` would mask
+    every site, the prior included.
+
+    Args:
+        fn: a model, or None to use as a context manager.
+        mask: (n,) bool, True for the rows that count.
+    """
+
+    def __init__(self, fn: Callable | None = None, mask=None):
+        if mask is None:
+            raise ValueError("mask: expected an (n,) boolean array, got None")
+        self.mask = mask
+        super().__init__(fn)
+
+    def process_message(self, msg):
+        if msg["type"] != "sample" or not msg["is_observed"]:
+            return
+        batch = tuple(msg["fn"].batch_shape)
+        if batch and batch[-1] == self.mask.shape[-1]:
+            msg["fn"] = msg["fn"].mask(self.mask)
+
+
+class _Machinery(NamedTuple):
+    init_kernel: Callable
+    sample_kernel: Callable
+    potential_gen: Callable
+    postprocess_gen: Callable
+    hmc0: HMCState
+    wa_init: Callable
+    theta_latent: bool
+    theta_support: Any
+
+
+def _is_key(a) -> bool:
+    return jnp.issubdtype(jnp.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype,
+                          jax.dtypes.prng_key)
+
+
+def _typed_key(key):
+    key = jnp.asarray(key) if not hasattr(key, "dtype") else key
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return key
+    return jax.random.wrap_key_data(key)
+
+
+def _where_tree(pred, new, old):
+    """Per-position select on pytrees whose leaves have leading axis L."""
+
+    def sel(a, b):
+        if _is_key(b):
+            return b
+        p = jnp.reshape(pred, pred.shape + (1,) * (jnp.ndim(b) - 1))
+        return jnp.where(p, a, b)
+
+    return jax.tree.map(sel, new, old)
+
+
+def _raise_overflow(full, n_max):
+    if np.any(np.asarray(full)):
+        raise ValueError(
+            f"update: a position received more than n_max={int(n_max)} observations; "
+            "raise n_max or pass overflow='window' to keep the most recent n_max"
+        )
+
+
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name}: expected an int >= {low}, got {value}")
+    return int(value)
+
+
+def _function_path(fn) -> tuple[str, dict]:
+    """'module:qualname' and JSON-able keywords of a module-level function/partial."""
+    kwargs: dict = {}
+    if isinstance(fn, functools.partial):
+        if fn.args:
+            raise TypeError("config: model partials with positional args cannot be saved")
+        kwargs = dict(fn.keywords)
+        fn = fn.func
+    qual = getattr(fn, "__qualname__", "")
+    mod = getattr(fn, "__module__", None)
+    if not mod or "<" in qual:
+        raise TypeError(
+            f"config: model {fn!r} is not a module-level function; it cannot be saved"
+        )
+    try:
+        json.dumps(kwargs)
+    except TypeError:
+        raise TypeError(
+            f"config: model keywords {sorted(kwargs)} are not JSON-able"
+        ) from None
+    return f"{mod}:{qual}", kwargs
+
+
+def _import_function(path: str):
+    mod, _, qual = path.partition(":")
+    obj = importlib.import_module(mod)
+    for part in qual.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class NumPyroModel:
+    """Any NumPyro model ``model(x, y=None)`` per position, sampled by warm NUTS.
+
+    Args:
+        model: a NumPyro model following :mod:`bayesrank.posteriors.models`' contract.
+        theta_site: name of the (p,)-shaped latent or deterministic site to draw.
+        link: the link used to score items (name, Link or callable).
+        reward_support: "real", "binary" or "count", checked by ``check_rewards``.
+        n_max: buffer length per position.
+        num_warmup: warm-up (adaptation) transitions per (re-)adaptation.
+        steps_per_round: NUTS transitions per ``draw``.
+        readapt_start: observation count of the first warm-up re-run.
+        readapt_growth: factor by which the count grows between re-runs (> 1), or
+            None never to re-run warm-up.
+        refit_every: run transitions only every ``refit_every``-th draw (others
+            return the previous draw). Uses ``lax.cond``: under ``vmap`` over runs it
+            becomes a select and saves nothing.
+        max_tree_depth: NUTS tree depth limit (at most 2**depth leapfrog steps).
+        target_accept_prob: dual-averaging target.
+        dense_mass: adapt a dense mass matrix instead of a diagonal one.
+        mean_window: rounds over which ``mean`` averages (see module docstring).
+        overflow: "raise" or "window" (see module docstring).
+        dim: feature dimension for the construction-time check (default 2).
+
+    Raises:
+        ValueError: the model has no site ``theta_site`` (traced once on dummy data),
+            or an option is out of range.
+
+    Example:
+        >>> import functools
+        >>> from bayesrank.posteriors import models
+        >>> m = NumPyroModel(functools.partial(models.student_t_glm, df=4.0))
+        >>> state = m.init(L=3, p=2)
+    """
+
+    def __init__(
+        self,
+        model: Callable,
+        theta_site: str = "theta",
+        *,
+        link: str | Link | Callable = "identity",
+        reward_support: str = "real",
+        n_max: int = 2000,
+        num_warmup: int = 200,
+        steps_per_round: int = 5,
+        readapt_start: int = 10,
+        readapt_growth: float | None = 4.0,
+        refit_every: int = 1,
+        max_tree_depth: int = 6,
+        target_accept_prob: float = 0.8,
+        dense_mass: bool = False,
+        mean_window: int = 20,
+        overflow: str = "raise",
+        dim: int | None = None,
+    ):
+        if not callable(model):
+            raise TypeError(f"model: expected a callable, got {type(model).__name__}")
+        if not isinstance(theta_site, str):
+            raise TypeError(f"theta_site: expected a str, got {theta_site!r}")
+        if reward_support not in ("real", "binary", "count"):
+            raise ValueError(
+                "reward_support: expected 'real', 'binary' or 'count', "
+                f"got {reward_support!r}"
+            )
+        if overflow not in ("raise", "window"):
+            raise ValueError(f"overflow: expected 'raise' or 'window', got {overflow!r}")
+        if readapt_growth is not None and not float(readapt_growth) > 1.0:
+            raise ValueError(
+                f"readapt_growth: expected a number > 1 or None, got {readapt_growth}"
+            )
+        if not 0.0 < float(target_accept_prob) < 1.0:
+            raise ValueError(
+                f"target_accept_prob: expected a number in (0, 1), "
+                f"got {target_accept_prob}"
+            )
+        self.model = model
+        self.theta_site = theta_site
+        self.link = get_link(link)
+        self.reward_support = reward_support
+        self.n_max = _check_int(n_max, "n_max", 1)
+        self.num_warmup = _check_int(num_warmup, "num_warmup", 0)
+        self.steps_per_round = _check_int(steps_per_round, "steps_per_round", 1)
+        self.readapt_start = _check_int(readapt_start, "readapt_start", 1)
+        self.readapt_growth = None if readapt_growth is None else float(readapt_growth)
+        self.refit_every = _check_int(refit_every, "refit_every", 1)
+        self.max_tree_depth = _check_int(max_tree_depth, "max_tree_depth", 1)
+        self.target_accept_prob = float(target_accept_prob)
+        self.dense_mass = bool(dense_mass)
+        self.mean_window = _check_int(mean_window, "mean_window", 1)
+        self.overflow = overflow
+        self._dim = 2 if dim is None else _check_int(dim, "dim", 1)
+        self._cache: dict = {}
+        self._check_theta_site(self._dim)
+
+    # ------------------------------------------------------------------ model
+    def _masked_model(self, x, y, mask):
+        with MaskObserved(mask=mask):
+            self.model(x, y)
+
+    def _check_theta_site(self, p: int) -> None:
+        x = jnp.zeros((3, p))
+        y = jnp.zeros(3)
+        try:
+            tr = numpyro.handlers.trace(numpyro.handlers.seed(self.model, 0)).get_trace(
+                x, y
+            )
+        except Exception as err:  # the user's model failed on dummy data
+            raise ValueError(
+                f"model: tracing model(x, y) on dummy data x {x.shape}, y {y.shape} "
+                f"failed ({type(err).__name__}: {err}); models must accept any "
+                "feature dimension p, or pass dim= the p they expect"
+            ) from err
+        site = tr.get(self.theta_site)
+        ok = site is not None and (
+            (site["type"] == "sample" and not site["is_observed"])
+            or site["type"] == "deterministic"
+        )
+        if not ok:
+            raise ValueError(
+                f"model: expected a latent sample or deterministic site named "
+                f"{self.theta_site!r}; found sites {sorted(tr)}"
+            )
+        if tuple(jnp.shape(site["value"])) != (p,):
+            raise ValueError(
+                f"model: site {self.theta_site!r} must have shape (p,) = ({p},) for "
+                f"x of shape (n, {p}); got {jnp.shape(site['value'])}"
+            )
+
+    def _machinery(self, p: int) -> _Machinery:
+        dtype = jnp.result_type(float)
+        key = (p, str(dtype))
+        if key in self._cache:
+            return self._cache[key]
+        if p != self._dim:
+            self._check_theta_site(p)
+        args = self._empty_data(p)
+        info = initialize_model(
+            jax.random.key(0),
+            self._masked_model,
+            model_args=args,
+            dynamic_args=True,
+            init_strategy=init_to_median,
+        )
+        init_kernel, sample_kernel = hmc(potential_fn_gen=info.potential_fn, algo="NUTS")
+        hmc0 = init_kernel(
+            info.param_info,
+            self.num_warmup,
+            dense_mass=self.dense_mass,
+            target_accept_prob=self.target_accept_prob,
+            max_tree_depth=self.max_tree_depth,
+            model_args=args,
+            rng_key=jax.random.key(0),
+        )
+        wa_init, _ = warmup_adapter(
+            self.num_warmup,
+            dense_mass=self.dense_mass,
+            target_accept_prob=self.target_accept_prob,
+        )
+        site = info.model_trace[self.theta_site]
+        latent = site["type"] == "sample"
+        mach = _Machinery(
+            init_kernel,
+            sample_kernel,
+            info.potential_fn,
+            info.postprocess_fn,
+            hmc0,
+            wa_init,
+            latent,
+            site["fn"].support if latent else None,
+        )
+        self._cache[key] = mach
+        return mach
+
+    def _empty_data(self, p: int):
+        dtype = jnp.result_type(float)
+        return (
+            jnp.zeros((self.n_max, p), dtype),
+            jnp.zeros((self.n_max,), dtype),
+            jnp.zeros((self.n_max,), bool),
+        )
+
+    def _theta_of(self, mach: _Machinery, z, x, y, mask):
+        if mach.theta_latent:
+            return biject_to(mach.theta_support)(z[self.theta_site])
+        return mach.postprocess_gen(x, y, mask)(z)[self.theta_site]
+
+    def _mask(self, n):
+        count = jnp.minimum(n, self.n_max)
+        return jnp.arange(self.n_max) < count[:, None]
+
+    def potential_energy(self, z: dict, x, y, mask=None):
+        """The chain's potential (negative log joint, unconstrained space) at ``z``.
+
+        Args:
+            z: dict of unconstrained latent values (as in ``state.hmc.z``, one
+                position).
+            x: (n, p) features; y: (n,) rewards.
+            mask: (n,) bool rows that count (default all).
+
+        Returns:
+            A scalar.
+        """
+        x = jnp.asarray(x)
+        y = jnp.asarray(y)
+        mask = jnp.ones(y.shape, bool) if mask is None else jnp.asarray(mask, bool)
+        self._machinery(x.shape[-1])
+        return self._machinery(x.shape[-1]).potential_gen(x, y, mask)(z)
+
+    # --------------------------------------------------------------- contract
+    def init(self, L: int, p: int) -> NutsState:
+        """Empty buffers and L chains at the prior median, warm-up pending.
+
+        Args:
+            L: number of positions.
+            p: feature dimension.
+
+        Returns:
+            NutsState.
+        """
+        L = _check_int(L, "L", 1)
+        p = _check_int(p, "p", 1)
+        mach = self._machinery(p)
+        dtype = jnp.result_type(float)
+        hmc_l = jax.tree.map(
+            lambda a: jnp.broadcast_to(a, (L,) + jnp.shape(a)), mach.hmc0
+        )
+        x0, y0, m0 = self._empty_data(p)
+        theta0 = self._theta_of(mach, mach.hmc0.z, x0, y0, m0)
+        theta = jnp.broadcast_to(jnp.asarray(theta0, dtype), (L, p))
+        zeros_i = jnp.zeros((L,), jnp.result_type(int))
+        return NutsState(
+            x=jnp.zeros((L, self.n_max, p), dtype),
+            y=jnp.zeros((L, self.n_max), dtype),
+            n=zeros_i,
+            hmc=hmc_l,
+            readapt_at=jnp.full((L,), self.readapt_start, jnp.result_type(int)),
+            theta=theta,
+            theta_mean=theta,
+            rounds=jnp.zeros((), jnp.result_type(int)),
+            divergences=zeros_i,
+            accept_sum=jnp.zeros((L,), dtype),
+            steps_sum=zeros_i,
+            transitions=zeros_i,
+            tree_depth=zeros_i,
+        )
+
+    def update(self, state: NutsState, x, y, valid=None) -> NutsState:
+        """Append one impression per position and refresh the chains' potentials.
+
+        Args:
+            state: NutsState.
+            x: (L, p) features shown at each position.
+            y: (L,) rewards.
+            valid: (L,) bool, positions whose reward counts (default all).
+
+        Returns:
+            NutsState with the data added and ``potential_energy``/``z_grad``
+            recomputed at each chain's ``z`` on its new data.
+
+        Raises:
+            ValueError: wrong shapes, or buffer overflow with ``overflow="raise"``.
+        """
+        L, n_max, p = state.x.shape
+        x = jnp.asarray(x, state.x.dtype)
+        y = jnp.asarray(y, state.y.dtype)
+        if x.shape != (L, p):
+            raise ValueError(f"x: expected shape (L, p) = ({L}, {p}), got {x.shape}")
+        if y.shape != (L,):
+            raise ValueError(f"y: expected shape (L,) = ({L},), got {y.shape}")
+        if valid is None:
+            valid = jnp.ones((L,), bool)
+        valid = jnp.asarray(valid, bool)
+        if valid.shape != (L,):
+            raise ValueError(f"valid: expected shape ({L},), got {valid.shape}")
+        if self.overflow == "raise":
+            full = valid & (state.n >= n_max)
+            if isinstance(full, jax.core.Tracer):
+                jax.debug.callback(_raise_overflow, full, n_max)
+            else:
+                _raise_overflow(full, n_max)
+            idx = jnp.minimum(state.n, n_max - 1)
+        else:
+            idx = state.n % n_max
+        rows = jnp.arange(L)
+        x_buf = state.x.at[rows, idx].set(
+            jnp.where(valid[:, None], x, state.x[rows, idx])
+        )
+        y_buf = state.y.at[rows, idx].set(jnp.where(valid, y, state.y[rows, idx]))
+        n = state.n + valid.astype(state.n.dtype)
+        hs = self._refresh(state.hmc, x_buf, y_buf, self._mask(n), p)
+        return state._replace(x=x_buf, y=y_buf, n=n, hmc=hs)
+
+    def _refresh(self, hs: HMCState, x, y, mask, p: int) -> HMCState:
+        mach = self._machinery(p)
+
+        def one(z, xl, yl, ml):
+            return jax.value_and_grad(mach.potential_gen(xl, yl, ml))(z)
+
+        pe, grad = jax.vmap(one)(hs.z, x, y, mask)
+        energy = hs.energy - hs.potential_energy + pe
+        return hs._replace(potential_energy=pe, z_grad=grad, energy=energy)
+
+    def draw(self, key, state: NutsState) -> tuple[jax.Array, NutsState]:
+        """Advance every chain ``steps_per_round`` NUTS transitions; return theta.
+
+        Args:
+            key: a JAX PRNG key.
+            state: NutsState.
+
+        Returns:
+            (theta (L, p), new state).
+        """
+        key = _typed_key(key)
+        if self.refit_every == 1:
+            return self._advance(key, state)
+
+        def skip(s):
+            return s.theta, s._replace(rounds=s.rounds + 1)
+
+        return jax.lax.cond(
+            state.rounds % self.refit_every == 0,
+            lambda s: self._advance(key, s),
+            skip,
+            state,
+        )
+
+    def _readapt(self, mach: _Machinery, state: NutsState):
+        hs = state.hmc
+        if self.readapt_growth is None or self.num_warmup == 0:
+            return hs, state.readapt_at
+        due = (state.n >= state.readapt_at) & (hs.i >= self.num_warmup)
+
+        def fresh(z, pe, grad, step_size, inv_mass, k):
+            info = IntegratorState(z, None, pe, grad)
+            return mach.wa_init(info, k, step_size, inverse_mass_matrix=inv_mass)
+
+        a = hs.adapt_state
+        new_adapt = jax.vmap(fresh)(
+            hs.z, hs.potential_energy, hs.z_grad, a.step_size, a.inverse_mass_matrix,
+            a.rng_key,
+        )
+        adapt = _where_tree(due, new_adapt, a)
+        hs = hs._replace(
+            i=jnp.where(due, 0, hs.i),
+            mean_accept_prob=jnp.where(due, 0.0, hs.mean_accept_prob),
+            adapt_state=adapt,
+        )
+        nxt = jnp.ceil(state.n * self.readapt_growth).astype(state.readapt_at.dtype)
+        return hs, jnp.where(due, nxt, state.readapt_at)
+
+    def _advance(self, key, state: NutsState):
+        L, _, p = state.x.shape
+        mach = self._machinery(p)
+        mask = self._mask(state.n)
+        hs, readapt_at = self._readapt(mach, state)
+        keys = jax.random.split(key, L)
+        num_warmup = self.num_warmup
+
+        def one(h, k, x, y, m):
+            h = h._replace(rng_key=k)
+
+            def body(h, _):
+                sampling = h.i >= num_warmup
+                h = mach.sample_kernel(h, model_args=(x, y, m))
+                th = self._theta_of(mach, h.z, x, y, m)
+                return h, (sampling, h.diverging, h.accept_prob, h.num_steps, th)
+
+            return jax.lax.scan(body, h, None, length=self.steps_per_round)
+
+        hs, (sampling, div, acc, steps, thetas) = jax.vmap(one)(
+            hs, keys, state.x, state.y, mask
+        )
+        theta = thetas[:, -1]
+        k = state.rounds + 1
+        w = 1.0 / jnp.minimum(k, self.mean_window)
+        theta_mean = state.theta_mean + w * (thetas.mean(axis=1) - state.theta_mean)
+        last_steps = jnp.maximum(steps[:, -1], 1)
+        depth = jnp.floor(jnp.log2(last_steps)).astype(state.tree_depth.dtype) + 1
+        new = state._replace(
+            hmc=hs,
+            readapt_at=readapt_at,
+            theta=theta.astype(state.theta.dtype),
+            theta_mean=theta_mean.astype(state.theta.dtype),
+            rounds=k,
+            divergences=state.divergences + jnp.sum(div & sampling, axis=1),
+            accept_sum=state.accept_sum + jnp.sum(jnp.where(sampling, acc, 0.0), 1),
+            steps_sum=state.steps_sum + jnp.sum(jnp.where(sampling, steps, 0), 1),
+            transitions=state.transitions + jnp.sum(sampling, axis=1),
+            tree_depth=depth,
+        )
+        return new.theta, new
+
+    def mean(self, state: NutsState) -> jax.Array:
+        """(L, p) running mean of recent draws (see the module docstring)."""
+        return state.theta_mean
+
+    def diagnostics(self, state: NutsState) -> dict[str, jax.Array]:
+        """Per-position sampler health, each (L,).
+
+        Returns:
+            dict with ``divergences`` (post-warm-up count), ``accept_rate`` (mean
+            acceptance probability), ``mean_steps`` (leapfrog steps per transition),
+            ``tree_depth`` (last transition), ``step_size``, ``adapting`` (bool) and
+            ``n`` (observations).
+        """
+        t = jnp.maximum(state.transitions, 1)
+        return {
+            "divergences": state.divergences,
+            "accept_rate": state.accept_sum / t,
+            "mean_steps": state.steps_sum / t,
+            "tree_depth": state.tree_depth,
+            "step_size": state.hmc.adapt_state.step_size,
+            "adapting": state.hmc.i < self.num_warmup,
+            "n": state.n,
+        }
+
+    def check_rewards(self, y) -> None:
+        """Raise if rewards are outside the likelihood's support (host side)."""
+        check_reward_support(y, self.reward_support)
+
+    def data(self, state: NutsState, position: int) -> tuple[np.ndarray, np.ndarray]:
+        """The observations held for ``position``: x (n, p), y (n,) as NumPy."""
+        L = state.x.shape[0]
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
+            raise TypeError(f"position: expected an int, got {position!r}")
+        if not 0 <= position < L:
+            raise ValueError(f"position: expected 0 <= position < {L}, got {position}")
+        n = min(int(state.n[position]), self.n_max)
+        return np.asarray(state.x[position, :n]), np.asarray(state.y[position, :n])
+
+    def to_datatree(
+        self,
+        state: NutsState,
+        position: int,
+        key=None,
+        *,
+        chains: int = 4,
+        draws: int = 500,
+        warmup: int = 500,
+        chain_method: str = "vectorized",
+        max_tree_depth: int = 10,
+    ):
+        """A fresh multi-chain NUTS run on ``position``'s data, as an ArviZ DataTree.
+
+        The warm per-round chain is one chain on moving data, so R-hat needs fresh
+        chains: this runs ``numpyro.infer.MCMC`` with ``chains`` chains on the data
+        held for the position (host side, compiles once per call).
+
+        Args:
+            state: NutsState.
+            position: 0-based position.
+            key: PRNG key (default ``jax.random.key(0)``).
+            chains, draws, warmup: MCMC sizes.
+            chain_method: "vectorized", "sequential" or "parallel".
+            max_tree_depth: NUTS tree depth limit of the fresh run.
+
+        Returns:
+            xarray.DataTree with groups posterior (every latent and deterministic
+            site), sample_stats (diverging, energy, n_steps, acceptance_rate,
+            tree_depth), log_likelihood (per observation), log_prior (each draw's
+            prior log density: non-observed sample sites, constrained space),
+            observed_data and constant_data (X).
+        """
+        from numpyro.infer import MCMC, NUTS, log_likelihood
+
+        from bayesrank.posteriors.datatree import make_datatree
+
+        x, y = self.data(state, position)
+        chains = _check_int(chains, "chains", 1)
+        draws = _check_int(draws, "draws", 1)
+        warmup = _check_int(warmup, "warmup", 1)
+        key = jax.random.key(0) if key is None else _typed_key(key)
+        xj, yj = jnp.asarray(x), jnp.asarray(y)
+        mcmc = MCMC(
+            NUTS(self.model, max_tree_depth=max_tree_depth,
+                 target_accept_prob=self.target_accept_prob),
+            num_warmup=warmup,
+            num_samples=draws,
+            num_chains=chains,
+            chain_method=chain_method,
+            progress_bar=False,
+        )
+        mcmc.run(key, xj, yj, extra_fields=("energy", "num_steps", "accept_prob",
+                                            "diverging"))
+        grouped = mcmc.get_samples(group_by_chain=True)
+        flat = mcmc.get_samples()
+        posterior = {k: np.asarray(v) for k, v in grouped.items()}
+        n = y.shape[0]
+
+        ll = log_likelihood(self.model, flat, xj, yj)
+        ll_obs = {k: v for k, v in ll.items() if v.ndim == 2 and v.shape[-1] == n}
+        if len(ll_obs) != len(ll):
+            raise ValueError(
+                "model: observed sites must have the observation index as their only "
+                f"batch dim to build log_likelihood; got shapes "
+                f"{ {k: v.shape for k, v in ll.items()} }"
+            )
+        ll_arr = sum(ll_obs.values()) if ll_obs else jnp.zeros((chains * draws, n))
+        ll_arr = np.asarray(ll_arr).reshape(chains, draws, n)
+
+        model = self.model
+
+        def log_prior(sample):
+            tr = numpyro.handlers.trace(
+                numpyro.handlers.substitute(numpyro.handlers.seed(model, 0), sample)
+            ).get_trace(xj, yj)
+            total = jnp.zeros(())
+            for site in tr.values():
+                if site["type"] == "sample" and not site["is_observed"]:
+                    total = total + jnp.sum(site["fn"].log_prob(site["value"]))
+            return total
+
+        lp = np.asarray(jax.vmap(log_prior)(flat)).reshape(chains, draws)
+        extra = mcmc.get_extra_fields(group_by_chain=True)
+        n_steps = np.asarray(extra["num_steps"])
+        stats = {
+            "diverging": np.asarray(extra["diverging"]),
+            "energy": np.asarray(extra["energy"]),
+            "n_steps": n_steps,
+            "acceptance_rate": np.asarray(extra["accept_prob"]),
+            "tree_depth": np.floor(np.log2(np.maximum(n_steps, 1))).astype(int) + 1,
+        }
+        return make_datatree(
+            posterior,
+            log_likelihood=ll_arr,
+            log_prior=lp,
+            observed=y,
+            sample_stats=stats,
+            constant_data={"X": x},
+            var_name=self.theta_site,
+            attrs={"position": int(position), "sampler": "numpyro NUTS"},
+        )
+
+    # ----------------------------------------------------------------- config
+    def _options(self) -> dict:
+        return {
+            "n_max": self.n_max,
+            "num_warmup": self.num_warmup,
+            "steps_per_round": self.steps_per_round,
+            "readapt_start": self.readapt_start,
+            "readapt_growth": self.readapt_growth,
+            "refit_every": self.refit_every,
+            "max_tree_depth": self.max_tree_depth,
+            "target_accept_prob": self.target_accept_prob,
+            "dense_mass": self.dense_mass,
+            "mean_window": self.mean_window,
+            "overflow": self.overflow,
+        }
+
+    def _link_name(self) -> str:
+        if self.link.name == "custom":
+            raise TypeError("config: a custom link callable cannot be saved")
+        return self.link.name
+
+    def config(self) -> dict:
+        """JSON-able description; the model must be a module-level function (or a
+        ``functools.partial`` of one with JSON-able keywords)."""
+        path, kwargs = _function_path(self.model)
+        return {
+            "type": "NumPyroModel",
+            "model": path,
+            "model_kwargs": kwargs,
+            "theta_site": self.theta_site,
+            "link": self._link_name(),
+            "reward_support": self.reward_support,
+            **self._options(),
+        }
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> NumPyroModel:
+        """Rebuild from :meth:`config`'s output."""
+        cfg = dict(cfg)
+        kind = cfg.pop("type", "NumPyroModel")
+        if kind != "NumPyroModel":
+            raise ValueError(f"cfg: expected type 'NumPyroModel', got {kind!r}")
+        fn = _import_function(cfg.pop("model"))
+        kwargs = cfg.pop("model_kwargs", {})
+        model = functools.partial(fn, **kwargs) if kwargs else fn
+        return cls(model, **cfg)
+
+    def __repr__(self) -> str:
+        name = getattr(self.model, "__name__", type(self.model).__name__)
+        return f"NumPyroModel({name}, link={self.link.name!r}, n_max={self.n_max})"
+
+
+class BayesGLM(NumPyroModel):
+    """GLM per position, theta ~ N(0, prior_scale^2 I) (or ``prior``), by warm NUTS.
+
+    Rewards: identity -> Gaussian(noise_scale), logistic/probit -> Bernoulli,
+    exp -> Poisson (see :func:`bayesrank.posteriors.models.glm`).
+
+    Args:
+        link: "logistic", "probit", "identity" or "exp".
+        prior_scale: sd of the default Normal prior.
+        prior: a NumPyro distribution for theta (scalar i.i.d. or shape (p,)).
+        noise_scale: Gaussian noise sd (identity link only).
+        theta_site: name of the coefficient site.
+        **options: the sampler options of :class:`NumPyroModel`.
+
+    Example:
+        >>> model = BayesGLM(link="probit", prior_scale=2.0, n_max=500)
+        >>> state = model.init(L=4, p=10)
+    """
+
+    def __init__(
+        self,
+        link: str = "logistic",
+        prior_scale: float = 1.0,
+        prior=None,
+        noise_scale: float = 1.0,
+        *,
+        theta_site: str = "theta",
+        **options,
+    ):
+        name = link.name if isinstance(link, Link) else link
+        if name not in models.GLM_LINKS:
+            raise ValueError(f"link: expected one of {models.GLM_LINKS}, got {link!r}")
+        for value, argname in ((prior_scale, "prior_scale"), (noise_scale, "noise_scale")):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{argname}: expected a finite number > 0, got {value!r}")
+        if prior is not None and not isinstance(prior, numpyro.distributions.Distribution):
+            raise TypeError(
+                f"prior: expected a numpyro Distribution or None, got {type(prior).__name__}"
+            )
+        self.prior_scale = float(prior_scale)
+        self.prior = prior
+        self.noise_scale = float(noise_scale)
+        model = functools.partial(
+            models.glm,
+            link=name,
+            prior_scale=self.prior_scale,
+            prior=prior,
+            noise_scale=self.noise_scale,
+            theta_site=theta_site,
+        )
+        for bad in ("link", "reward_support", "model"):
+            if bad in options:
+                raise TypeError(f"{bad}: not an option of BayesGLM")
+        super().__init__(
+            model,
+            theta_site,
+            link=name,
+            reward_support=_SUPPORT_BY_LINK[name],
+            **options,
+        )
+
+    def config(self) -> dict:
+        """JSON-able description (a custom ``prior`` distribution cannot be saved)."""
+        if self.prior is not None:
+            raise TypeError("config: BayesGLM with a custom prior distribution cannot be saved")
+        return {
+            "type": "BayesGLM",
+            "link": self.link.name,
+            "prior_scale": self.prior_scale,
+            "noise_scale": self.noise_scale,
+            "theta_site": self.theta_site,
+            **self._options(),
+        }
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> BayesGLM:
+        """Rebuild from :meth:`config`'s output."""
+        cfg = dict(cfg)
+        kind = cfg.pop("type", "BayesGLM")
+        if kind != "BayesGLM":
+            raise ValueError(f"cfg: expected type 'BayesGLM', got {kind!r}")
+        return cls(**cfg)
+
+    def __repr__(self) -> str:
+        return (
+            f"BayesGLM(link={self.link.name!r}, prior_scale={self.prior_scale}, "
+            f"n_max={self.n_max})"
+        )
+
