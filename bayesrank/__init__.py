@@ -1,15 +1,54 @@
-"""bayesrank: Bayesian online learning-to-rank with neighbour-aware GLM bandits."""
+"""bayesrank: Bayesian online learning-to-rank with neighbour-aware GLM bandits.
 
-from bayesrank import links, noise
+    import bayesrank as br
+    env = br.RankingEnv.paper(seed=0, K=100, L=4, d=10, w_max=10.0)
+    policy = br.RankTS(model=br.GaussianLinear(), items=env.items, w=env.w, seed=0)
+    items = policy.select(); policy.update(items, rewards)
+
+ArviZ, matplotlib and Dask are imported only where diagnostics, plots or distributed
+sweeps are made, so ``import bayesrank`` stays fast.
+"""
+
+from bayesrank import bounds, decode, links, noise, scores
 from bayesrank.decode import best_list
 from bayesrank.env import RankingEnv
+from bayesrank.experiments.simulate import simulate
+from bayesrank.policies.baseline import RankedBaseline
+from bayesrank.policies.gen_ucb import GenRankUCB
+from bayesrank.policies.ts import RankTS
+from bayesrank.policies.ucb import RankUCB
+from bayesrank.policies.window_ucb import WindowRankUCB
+from bayesrank.posteriors import GaussianLinear, GaussianLinearUnknownNoise
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    # NumPyro is imported on first use of the NUTS models, keeping the import light.
+    if name in ("BayesGLM", "NumPyroModel"):
+        from bayesrank import posteriors
+
+        return getattr(posteriors, name)
+    raise AttributeError(f"module 'bayesrank' has no attribute {name!r}")
+
+
 __all__ = [
+    "BayesGLM",
+    "GenRankUCB",
+    "NumPyroModel",
+    "RankUCB",
+    "RankedBaseline",
+    "WindowRankUCB",
+    "bounds",
+    "GaussianLinear",
+    "GaussianLinearUnknownNoise",
+    "RankTS",
     "RankingEnv",
     "best_list",
+    "decode",
     "links",
     "noise",
+    "scores",
+    "simulate",
     "__version__",
 ]

@@ -39,14 +39,14 @@ import numpy as np
 from bayesrank.links import Link, get_link
 
 __all__ = [
-    "lemma1_width",
-    "logdet_ratio_bound",
-    "rank_ucb_bound",
     "gen_rank_ucb_bound",
-    "rank_ts_bound",
-    "win_rank_ucb_bound",
-    "link_constants",
     "instance_constants",
+    "lemma1_width",
+    "link_constants",
+    "logdet_ratio_bound",
+    "rank_ts_bound",
+    "rank_ucb_bound",
+    "win_rank_ucb_bound",
 ]
 
 
@@ -79,7 +79,9 @@ def _horizon(T, *, min_T: float = 0.0) -> np.ndarray:
     try:
         t = np.asarray(T, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"T: expected a number or an array of horizons, got {T!r}") from None
+        raise TypeError(
+            f"T: expected a number or an array of horizons, got {T!r}"
+        ) from None
     if not np.all(np.isfinite(t)) or np.any(t < min_T):
         raise ValueError(f"T: expected finite horizons >= {min_T:g}")
     return t
@@ -90,7 +92,9 @@ def _ratio(logdet_ratio, t: np.ndarray, default: np.ndarray) -> np.ndarray:
         return default
     r = np.asarray(logdet_ratio, dtype=float)
     if not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise ValueError("logdet_ratio: expected finite values >= 0 (log det V_T/lam^d)")
+        raise ValueError(
+            "logdet_ratio: expected finite values >= 0 (log det V_T/lam^d)"
+        )
     try:
         np.broadcast_shapes(r.shape, t.shape)
     except ValueError:
@@ -134,8 +138,11 @@ def logdet_ratio_bound(T, *, d: int, lam: float, M: float) -> np.ndarray:
 
 def _ucb_bound(t, L, d, lam, c1, c2, beta_sqrt, M, coef):
     """coef * (c2/c1) * L * sqrt(d T beta_T log(1 + T M^2 / (d lam)))."""
-    return coef * (c2 / c1) * L * np.sqrt(
-        d * t * beta_sqrt**2 * np.log1p(t * M**2 / (d * lam))
+    return (
+        coef
+        * (c2 / c1)
+        * L
+        * np.sqrt(d * t * beta_sqrt**2 * np.log1p(t * M**2 / (d * lam)))
     )
 
 
@@ -235,13 +242,18 @@ def gen_rank_ucb_bound(
         lemma1_width(r, lam=lam, delta=delta, m2=m2 * math.sqrt(1.0 + m3**2))
     )
     # 4 sqrt(d ...) log(1 + T M^2/(2 d lam)) = the printed form for M = 2 m2.
-    return 4.0 * (c2 / c1) * L * np.sqrt(
-        d * t * beta_sqrt**2 * np.log1p(t * M**2 / (2 * d * lam))
+    return (
+        4.0
+        * (c2 / c1)
+        * L
+        * np.sqrt(d * t * beta_sqrt**2 * np.log1p(t * M**2 / (2 * d * lam)))
     )
 
 
 # ------------------------------------------------------------------- RankTS theorem
-def rank_ts_bound(T, *, L: int, d: int, m1: float, m2: float, w_max: float) -> np.ndarray:
+def rank_ts_bound(
+    T, *, L: int, d: int, m1: float, m2: float, w_max: float
+) -> np.ndarray:
     """The RankTS theorem (Appendix C): a bound on the Bayesian regret.
 
     ``R_T <= 2 L (1 + sqrt(2 T d beta^2 log(1 + T ((1 + w_max) m1)^2 / (d lam))))``
@@ -288,8 +300,17 @@ def win_rank_ucb_bound(
             :func:`rank_ucb_bound`.
     """
     return rank_ucb_bound(
-        T, L=L, d=d, lam=lam, delta=delta, m1=m1, m2=m2, w_max=w_sum_max,
-        c1=c1, c2=c2, logdet_ratio=logdet_ratio,
+        T,
+        L=L,
+        d=d,
+        lam=lam,
+        delta=delta,
+        m1=m1,
+        m2=m2,
+        w_max=w_sum_max,
+        c1=c1,
+        c2=c2,
+        logdet_ratio=logdet_ratio,
     )
 
 

@@ -27,7 +27,9 @@ def _as_float_array(x, name: str, ndim: int) -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected a numeric array, got {type(x).__name__}") from None
+        raise TypeError(
+            f"{name}: expected a numeric array, got {type(x).__name__}"
+        ) from None
     if arr.ndim != ndim:
         raise ValueError(f"{name}: expected a {ndim}-d array, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -41,7 +43,9 @@ def check_lists(lists, K: int, L: int, name: str = "items") -> None:
         return
     arr = np.asarray(lists)
     if arr.ndim < 1 or arr.shape[-1] != L:
-        raise ValueError(f"{name}: expected shape (L,) or (n, L) with L={L}, got {arr.shape}")
+        raise ValueError(
+            f"{name}: expected shape (L,) or (n, L) with L={L}, got {arr.shape}"
+        )
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"{name}: expected integer item indices, got dtype {arr.dtype}")
     if arr.size and (arr.min() < 0 or arr.max() >= K):
@@ -74,7 +78,9 @@ class RankingEnv:
         0.0
     """
 
-    def __init__(self, items, theta, w, v0=None, link="identity", noise: Noise | None = None):
+    def __init__(
+        self, items, theta, w, v0=None, link="identity", noise: Noise | None = None
+    ):
         V = _as_float_array(items, "items", 2)
         Th = _as_float_array(theta, "theta", 2)
         W = np.asarray(w, dtype=float) if not isinstance(w, (int, float)) else None
@@ -88,9 +94,13 @@ class RankingEnv:
                 f"items/theta: need K >= 1, L >= 1 and d >= 1; got K={K}, L={L}, d={d}"
             )
         if Th.shape[1] != d:
-            raise ValueError(f"theta: expected shape (L, d) with d={d} (from items), got {Th.shape}")
+            raise ValueError(
+                f"theta: expected shape (L, d) with d={d} (from items), got {Th.shape}"
+            )
         if W.shape[0] != L:
-            raise ValueError(f"w: expected shape (L,) or (L, S-1) with L={L}, got {W.shape}")
+            raise ValueError(
+                f"w: expected shape (L,) or (L, S-1) with L={L}, got {W.shape}"
+            )
         if W.ndim == 2 and W.shape[1] < 1:
             raise ValueError(f"w: a window needs S-1 >= 1 columns, got shape {W.shape}")
         v0 = np.zeros(d) if v0 is None else _as_float_array(v0, "v0", 1)
@@ -100,7 +110,9 @@ class RankingEnv:
         if noise is None:
             noise = default_noise(links[0])
         if not isinstance(noise, Noise):
-            raise TypeError(f"noise: expected a bayesrank.noise family, got {type(noise).__name__}")
+            raise TypeError(
+                f"noise: expected a bayesrank.noise family, got {type(noise).__name__}"
+            )
         for lk in links:
             noise.check_link(lk)
         self.items = jnp.asarray(V)
@@ -135,7 +147,7 @@ class RankingEnv:
         link="identity",
         noise: Noise | None = None,
         v0=None,
-    ) -> "RankingEnv":
+    ) -> RankingEnv:
         """The paper's instance generator (Section "Experiments").
 
         theta^l = (theta'_l / 2, 1/2) and v_i = (v'_i, 1) with unit-norm theta', v'
@@ -143,7 +155,11 @@ class RankingEnv:
         w_l ~ Uniform(-w_max, w_max); v0 = 0 unless given.
         """
         for name, val in (("K", K), ("L", L), ("d", d)):
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+            if (
+                isinstance(val, bool)
+                or not isinstance(val, (int, np.integer))
+                or val < 1
+            ):
                 raise ValueError(f"{name}: expected a positive integer, got {val!r}")
         if d < 2:
             raise ValueError(f"d: the paper's generator needs d >= 2, got {d}")
@@ -256,10 +272,17 @@ class RankingEnv:
 
     @property
     def best_value(self):
-        """Expected total reward of the best list (unconstrained), cached."""
-        if self._best_value is None:
-            self._best_value = self.best()[1]
-        return self._best_value
+        """Expected total reward of the best list (unconstrained), cached.
+
+        Evaluated through :meth:`expected_reward` (the route :meth:`regret` uses), so
+        the best list has a regret of exactly 0 rather than a rounding residue.
+        """
+        if self._best_value is not None:
+            return self._best_value
+        value = self.expected_reward(self.best()[0])
+        if not isinstance(value, jax.core.Tracer):  # never cache a traced value
+            self._best_value = value
+        return value
 
     def regret(self, lists, best_value=None):
         """Pseudo-regret: best expected total reward minus that of each list."""

@@ -32,20 +32,22 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 import numpy as np
 
 from bayesrank.decode import _check_inputs
 
 __all__ = [
-    "SOURCE",
-    "SINK",
     "SHIFTED",
-    "layered_graph",
+    "SINK",
+    "SOURCE",
     "env_graph",
+    "layered_graph",
+    "longest_path",
     "path_items",
     "path_weight",
-    "longest_path",
 ]
 
 SOURCE = "source"
@@ -81,27 +83,28 @@ def layered_graph(first, pairs, *, mask=None) -> nx.DiGraph:
     def node(l, i, j):
         return (1, "v0", j) if l == 1 else (l, i, j)
 
+    # Edges as (u, v, weight) lists per layer, the weights computed row by row.
     edges: list[tuple] = []
     alive = {1: [(None, j) for j in range(K) if np.isfinite(s1[j])]}
     for l in range(2, L + 1):
         ok = np.isfinite(sp[l - 2])
         alive[l] = [(int(i), int(j)) for i, j in zip(*np.nonzero(ok))]
     for _, j in alive[1]:
-        edges.append((SOURCE, node(1, None, j), s1[j] if L == 1 else 0.0))
+        edges.append((SOURCE, node(1, None, j), float(s1[j]) if L == 1 else 0.0))
     for l in range(1, L):
         a = 2.0 if l == 1 else 1.0
         b = 2.0 if l + 1 == L else 1.0
         nxt = sp[l - 1]
         for i, j in alive[l]:
-            s_here = score(l, i, j)
-            for q in np.flatnonzero(np.isfinite(nxt[j])):
-                c = 0.5 * (a * s_here + b * nxt[j, q])
-                edges.append((node(l, i, j), (l + 1, j, int(q)), c))
+            qs = np.flatnonzero(np.isfinite(nxt[j]))
+            c = 0.5 * (a * score(l, i, j) + b * nxt[j, qs])
+            u = node(l, i, j)
+            edges.extend((u, (l + 1, j, q), w) for q, w in zip(qs.tolist(), c.tolist()))
     edges.extend((node(L, i, j), SINK, 0.0) for i, j in alive[L])
     w_min = min(e[2] for e in edges) if edges else 0.0
     G = nx.DiGraph(L=L, K=K)
     G.add_edges_from(
-        (u, v, {"weight": float(c), SHIFTED: float(c - w_min + 1.0)}) for u, v, c in edges
+        (u, v, {"weight": c, SHIFTED: c - w_min + 1.0}) for u, v, c in edges
     )
     if SINK in G and not (np.isfinite(s1).all() and np.isfinite(sp).all()):
         # -inf scores can leave dead ends; keep only nodes on a source-to-sink path.
@@ -130,7 +133,7 @@ def path_items(path) -> np.ndarray:
 
 def path_weight(G: nx.DiGraph, path, weight: str = "weight") -> float:
     """Sum of the edge attribute ``weight`` along ``path``."""
-    return float(sum(G.edges[u, v][weight] for u, v in zip(path[:-1], path[1:])))
+    return float(sum(G.edges[u, v][weight] for u, v in itertools.pairwise(path)))
 
 
 def longest_path(first, pairs, *, mask=None) -> tuple[np.ndarray, float]:

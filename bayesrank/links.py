@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
-__all__ = ["Link", "LINKS", "apply_links", "get_link", "resolve_links"]
+__all__ = ["LINKS", "Link", "apply_links", "get_link", "resolve_links"]
 
 
 class Link(NamedTuple):

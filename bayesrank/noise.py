@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from bayesrank.links import Link
 
-__all__ = ["Noise", "Gaussian", "Laplace", "Bernoulli", "Poisson", "default_noise"]
+__all__ = ["Bernoulli", "Gaussian", "Laplace", "Noise", "Poisson", "default_noise"]
 
 
 def _float_mean(mean):

@@ -16,10 +16,10 @@ from bayesrank.links import Link, apply_links
 
 __all__ = [
     "linear_parts",
-    "pair_scores",
-    "window_scores",
     "list_features",
+    "pair_scores",
     "window_lookback",
+    "window_scores",
 ]
 
 

@@ -45,7 +45,9 @@ def instance(seed, K, L, integer=False):
     return rng.normal(size=K), rng.normal(size=(L - 1, K, K))
 
 
-CASES = [(s, K, L) for s, (K, L) in enumerate(itertools.product([1, 2, 3, 5], [1, 2, 3, 4]))]
+CASES = [
+    (s, K, L) for s, (K, L) in enumerate(itertools.product([1, 2, 3, 5], [1, 2, 3, 4]))
+]
 
 
 @pytest.mark.parametrize("integer", [False, True])
@@ -125,7 +127,11 @@ def test_top_k_larger_than_the_number_of_lists():
 def test_separable_decode_equals_dense_dp(seed):
     rng = np.random.default_rng(seed)
     K, L = int(rng.integers(1, 9)), int(rng.integers(1, 6))
-    first, A, B = rng.normal(size=K), rng.normal(size=(L - 1, K)), rng.normal(size=(L - 1, K))
+    first, A, B = (
+        rng.normal(size=K),
+        rng.normal(size=(L - 1, K)),
+        rng.normal(size=(L - 1, K)),
+    )
     pairs = A[:, None, :] + B[:, :, None]
     items, value = separable_decode(first, A, B)
     _, dense_value = dp_decode(first, pairs)
@@ -138,7 +144,11 @@ def test_separable_decode_equals_dense_dp(seed):
 def test_separable_in_jit_with_mask_equals_best_list(seed, distinct):
     rng = np.random.default_rng(seed)
     K, L = 7, 4
-    first, A, B = rng.normal(size=K), rng.normal(size=(L - 1, K)), rng.normal(size=(L - 1, K))
+    first, A, B = (
+        rng.normal(size=K),
+        rng.normal(size=(L - 1, K)),
+        rng.normal(size=(L - 1, K)),
+    )
     mask = np.ones(K, bool)
     mask[rng.choice(K, size=2, replace=False)] = False
     pairs = A[:, None, :] + B[:, :, None]
@@ -160,8 +170,16 @@ def window_list_score(scores, a, S):
 
 
 @pytest.mark.parametrize(
-    "seed,K,L,S", [(0, 4, 4, 3), (1, 3, 5, 3), (2, 3, 5, 4), (3, 2, 6, 4), (4, 3, 2, 3),
-                   (5, 3, 3, 4), (6, 4, 3, 1)]
+    "seed,K,L,S",
+    [
+        (0, 4, 4, 3),
+        (1, 3, 5, 3),
+        (2, 3, 5, 4),
+        (3, 2, 6, 4),
+        (4, 3, 2, 3),
+        (5, 3, 3, 4),
+        (6, 4, 3, 1),
+    ],
 )
 def test_window_decode_equals_brute_force(seed, K, L, S):
     rng = np.random.default_rng(seed)
@@ -170,7 +188,8 @@ def test_window_decode_equals_brute_force(seed, K, L, S):
         scores = [np.round(2 * s) for s in scores]
     S_eff = max(s.ndim for s in scores)
     brute = max(
-        window_list_score(scores, a, S_eff) for a in itertools.product(range(K), repeat=L)
+        window_list_score(scores, a, S_eff)
+        for a in itertools.product(range(K), repeat=L)
     )
     items, value = window_decode(scores)
     assert items.shape == (L,)
@@ -207,8 +226,10 @@ def test_window_decode_with_s2_equals_dp():
         ([np.zeros((2, 2))], r"scores\[0\]"),
         ([np.zeros(3), np.zeros((3, 4))], r"scores\[1\]"),
         ([np.zeros(3), np.zeros((3, 3, 3)), np.zeros((3, 3))], r"scores\[1\]"),
-        ([np.zeros(3), np.zeros((3, 3)), np.zeros((3, 3, 3)), np.zeros((3, 3))],
-         r"scores\[3\]"),
+        (
+            [np.zeros(3), np.zeros((3, 3)), np.zeros((3, 3, 3)), np.zeros((3, 3))],
+            r"scores\[3\]",
+        ),
         ([np.zeros(3), np.full((3, 3), np.nan)], r"scores\[1\].*NaN"),
     ],
 )
@@ -233,7 +254,9 @@ def test_decode_in_jit_equals_best_list(distinct, use_mask):
     rng = np.random.default_rng(1)
     K, L = 6, 4
     fn = jax.jit(
-        lambda f, p, m: decode_in_jit(f, p, distinct=distinct, mask=m if use_mask else None)
+        lambda f, p, m: decode_in_jit(
+            f, p, distinct=distinct, mask=m if use_mask else None
+        )
     )
     for seed in range(5):
         first, pairs = instance(seed, K, L, integer=seed % 2 == 1)
@@ -241,9 +264,13 @@ def test_decode_in_jit_equals_best_list(distinct, use_mask):
         mask[:L] = True
         items, value = fn(first, pairs, mask)
         assert items.dtype == jnp.int32 and items.shape == (L,)
-        _, want = best_list(first, pairs, distinct=distinct, mask=mask if use_mask else None)
+        _, want = best_list(
+            first, pairs, distinct=distinct, mask=mask if use_mask else None
+        )
         assert float(value) == pytest.approx(float(want))
-        assert list_score(first, pairs, np.asarray(items)) == pytest.approx(float(value))
+        assert list_score(first, pairs, np.asarray(items)) == pytest.approx(
+            float(value)
+        )
 
 
 def test_decode_in_jit_distinct_under_vmap_and_scan():
@@ -270,7 +297,9 @@ def test_decode_in_jit_distinct_infeasible_gives_minus_one():
     first = np.array([0.0, -np.inf, -np.inf])
     pairs = np.full((1, 3, 3), -np.inf)
     pairs[:, :, 0] = 0.0
-    items, value = jax.jit(lambda f, p: decode_in_jit(f, p, distinct=True))(first, pairs)
+    items, value = jax.jit(lambda f, p: decode_in_jit(f, p, distinct=True))(
+        first, pairs
+    )
     assert np.asarray(items).tolist() == [-1, -1] and float(value) == -np.inf
 
 
@@ -284,7 +313,11 @@ def test_integer_scores_with_mask():
 def test_search_with_separable_scores_equals_dense_search():
     rng = np.random.default_rng(4)
     K, L = 8, 4
-    first, A, B = rng.normal(size=K), rng.normal(size=(L - 1, K)), rng.normal(size=(L - 1, K))
+    first, A, B = (
+        rng.normal(size=K),
+        rng.normal(size=(L - 1, K)),
+        rng.normal(size=(L - 1, K)),
+    )
     pairs = A[:, None, :] + B[:, :, None]
     i1, v1 = decode.separable_search_decode(first, A, B, distinct=True, k=5)
     i2, v2 = decode.search_decode(first, pairs, distinct=True, k=5)
@@ -304,11 +337,28 @@ def test_search_with_separable_scores_equals_dense_search():
         (np.zeros(2), np.full((1, 2, 2), np.inf), {}, ValueError, "pairs"),
         (np.array(["a", "b"]), np.zeros((1, 2, 2)), {}, TypeError, "first"),
         (np.zeros(2), np.zeros((2, 2, 2)), {"distinct": True}, ValueError, "K >= L"),
-        (np.zeros(3), np.zeros((1, 3, 3)), {"mask": np.ones(2, bool)}, ValueError, "mask"),
+        (
+            np.zeros(3),
+            np.zeros((1, 3, 3)),
+            {"mask": np.ones(2, bool)},
+            ValueError,
+            "mask",
+        ),
         (np.zeros(3), np.zeros((1, 3, 3)), {"mask": np.ones(3)}, TypeError, "mask"),
-        (np.zeros(3), np.zeros((1, 3, 3)), {"mask": np.zeros(3, bool)}, ValueError, "mask"),
-        (np.zeros(3), np.zeros((2, 3, 3)),
-         {"mask": np.array([1, 1, 0], bool), "distinct": True}, ValueError, "mask"),
+        (
+            np.zeros(3),
+            np.zeros((1, 3, 3)),
+            {"mask": np.zeros(3, bool)},
+            ValueError,
+            "mask",
+        ),
+        (
+            np.zeros(3),
+            np.zeros((2, 3, 3)),
+            {"mask": np.array([1, 1, 0], bool), "distinct": True},
+            ValueError,
+            "mask",
+        ),
         (np.zeros(3), np.zeros((1, 3, 3)), {"top_k": 0}, ValueError, "top_k"),
         (np.zeros(3), np.zeros((1, 3, 3)), {"top_k": 1.5}, ValueError, "top_k"),
         (np.full(2, -np.inf), np.zeros((1, 2, 2)), {}, ValueError, "-inf"),

@@ -26,9 +26,12 @@ def _full_cov(p=P, seed=7):
 
 
 PRIORS = {
-    "scalar": dict(prior_mean=0.3, prior_scale=1.5),
-    "diagonal": dict(prior_mean=np.linspace(-1, 1, P), prior_scale=[0.5, 1.0, 2.0, 3.0]),
-    "full": dict(prior_mean=np.arange(P) / 4.0, prior_scale=_full_cov()),
+    "scalar": {"prior_mean": 0.3, "prior_scale": 1.5},
+    "diagonal": {
+        "prior_mean": np.linspace(-1, 1, P),
+        "prior_scale": [0.5, 1.0, 2.0, 3.0],
+    },
+    "full": {"prior_mean": np.arange(P) / 4.0, "prior_scale": _full_cov()},
 }
 
 
@@ -80,7 +83,9 @@ def test_chol_update_matches_refactorisation_and_logdet_lemma():
     inc = linalg.logdet_increment(C, X[0])
     ref = np.linalg.slogdet(Pm + np.outer(X[0], X[0]))[1] - np.linalg.slogdet(Pm)[1]
     np.testing.assert_allclose(inc, ref, rtol=1e-12)
-    np.testing.assert_allclose(linalg.chol_logdet(C), np.linalg.slogdet(Pm)[1], rtol=1e-12)
+    np.testing.assert_allclose(
+        linalg.chol_logdet(C), np.linalg.slogdet(Pm)[1], rtol=1e-12
+    )
     # a zero vector is an exact no-op (how masked updates are made)
     np.testing.assert_array_equal(linalg.chol_update(C, np.zeros(6)), C)
 
@@ -95,7 +100,9 @@ def test_mahalanobis_norms_and_chol_solve_match_explicit_inverse():
     ref = np.sqrt(np.einsum("kd,de,ke->k", X, Pinv, X))
     np.testing.assert_allclose(linalg.mahalanobis_norms(C, X), ref, rtol=1e-10)
     np.testing.assert_allclose(linalg.mahalanobis_norms(C, X[0]), ref[0], rtol=1e-10)
-    np.testing.assert_allclose(linalg.chol_solve(C, X.T), Pinv @ X.T, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        linalg.chol_solve(C, X.T), Pinv @ X.T, rtol=1e-9, atol=1e-12
+    )
 
 
 def test_sample_from_precision_has_covariance_scale2_p_inverse():
@@ -106,7 +113,9 @@ def test_sample_from_precision_has_covariance_scale2_p_inverse():
     mu = np.array([1.0, -2.0, 0.5])
     n = 20000
     keys = jax.random.split(jax.random.key(0), n)
-    draws = np.asarray(jax.vmap(lambda k: linalg.sample_from_precision(k, mu, C, 2.0))(keys))
+    draws = np.asarray(
+        jax.vmap(lambda k: linalg.sample_from_precision(k, mu, C, 2.0))(keys)
+    )
     cov = 4.0 * np.linalg.inv(Pm)
     sd = np.sqrt(np.diag(cov))
     assert np.all(np.abs(draws.mean(0) - mu) < 5 * sd / np.sqrt(n))
@@ -122,7 +131,9 @@ def test_sequential_updates_equal_batch_closed_form(prior):
     s = 0.7
     model = GaussianLinear(noise_scale=s, **kw)
     X, Y = _data()
-    state = jax.jit(lambda st, x, y: update_many(model, st, x, y))(model.init(L, P), X, Y)
+    state = jax.jit(lambda st, x, y: update_many(model, st, x, y))(
+        model.init(L, P), X, Y
+    )
     mean = np.asarray(model.mean(state))
     cov = np.asarray(model.covariance(state))
     for l in range(L):
@@ -226,7 +237,9 @@ def test_nig_posterior_matches_closed_form(prior):
         np.testing.assert_allclose(state.prec[l], Lam, rtol=1e-10)
         np.testing.assert_allclose(shape[l], a, rtol=1e-12)
         np.testing.assert_allclose(rate[l], b, rtol=1e-8)
-        np.testing.assert_allclose(state.logdet[l], np.linalg.slogdet(Lam)[1], rtol=1e-10)
+        np.testing.assert_allclose(
+            state.logdet[l], np.linalg.slogdet(Lam)[1], rtol=1e-10
+        )
         np.testing.assert_allclose(
             model.covariance(state)[l], b / (a - 1) * np.linalg.inv(Lam), rtol=1e-8
         )
@@ -263,7 +276,13 @@ def test_datatree_passes_arviz_diagnostics(az, cls):
     state = update_many(model, model.init(L, P), X, Y)
     pos = 1
     dt = model.to_datatree(state, pos, jax.random.key(3), data=(X[:, pos], Y[:, pos]))
-    for group in ("posterior", "sample_stats", "log_likelihood", "log_prior", "observed_data"):
+    for group in (
+        "posterior",
+        "sample_stats",
+        "log_likelihood",
+        "log_prior",
+        "observed_data",
+    ):
         assert group in dt.children
     assert dt["posterior"]["theta"].dims == ("chain", "draw", "theta_dim")
     assert dt["log_likelihood"]["y"].shape == (4, 1000, 25)
@@ -276,13 +295,30 @@ def test_datatree_passes_arviz_diagnostics(az, cls):
     mean = np.asarray(model.mean(state))[pos]
     sd = np.sqrt(np.diag(np.asarray(model.covariance(state))[pos]))
     np.testing.assert_array_less(
-        np.abs(summary["mean"].astype(float).to_numpy() - mean), 4 * sd / np.sqrt(4000) + 1e-3
+        np.abs(summary["mean"].astype(float).to_numpy() - mean),
+        4 * sd / np.sqrt(4000) + 1e-3,
     )
     assert np.all(np.abs(az.rhat(dt)["theta"].values - 1) < 0.01)
     assert np.all(az.ess(dt)["theta"].values > 3000)
     ps = az.psense_summary(dt, var_names=["theta"])
     assert list(ps.columns[:2]) == ["prior", "likelihood"]
-    assert len(ps) == P and np.all(np.isfinite(ps[["prior", "likelihood"]].to_numpy(float)))
+    assert len(ps) == P and np.all(
+        np.isfinite(ps[["prior", "likelihood"]].to_numpy(float))
+    )
+
+
+def test_psense_flags_a_strong_wrong_prior_but_not_a_weak_one(az):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(25, 1, P))
+    Y = X @ np.ones(P) + 0.5 * rng.normal(size=(25, 1))
+    prior_sens = {}
+    for name, scale in (("weak", 2.0), ("strong", 0.05)):
+        model = GaussianLinear(prior_scale=scale, noise_scale=0.5)
+        state = update_many(model, model.init(1, P), X, Y)
+        dt = model.to_datatree(state, 0, jax.random.key(2), data=(X[:, 0], Y[:, 0]))
+        prior_sens[name] = az.psense_summary(dt)["prior"].astype(float).to_numpy()
+    assert np.all(prior_sens["weak"] < 0.05)
+    assert np.all(prior_sens["strong"] > 0.05)
 
 
 def test_datatree_log_densities_match_scipy():
@@ -291,11 +327,13 @@ def test_datatree_log_densities_match_scipy():
     model = GaussianLinear(noise_scale=s, **kw)
     X, Y = _data(n=6)
     state = update_many(model, model.init(L, P), X, Y)
-    dt = model.to_datatree(state, 0, jax.random.key(1), draws=50, chains=2, data=(X[:, 0], Y[:, 0]))
-    theta = dt["posterior"]["theta"].values
-    ref_lp = stats.multivariate_normal(np.asarray(kw["prior_mean"]), kw["prior_scale"]).logpdf(
-        theta
+    dt = model.to_datatree(
+        state, 0, jax.random.key(1), draws=50, chains=2, data=(X[:, 0], Y[:, 0])
     )
+    theta = dt["posterior"]["theta"].values
+    ref_lp = stats.multivariate_normal(
+        np.asarray(kw["prior_mean"]), kw["prior_scale"]
+    ).logpdf(theta)
     np.testing.assert_allclose(dt["log_prior"]["theta"].values, ref_lp, rtol=1e-10)
     ref_ll = stats.norm(theta @ X[:, 0].T, s).logpdf(Y[:, 0])
     np.testing.assert_allclose(dt["log_likelihood"]["y"].values, ref_ll, rtol=1e-10)
@@ -303,21 +341,25 @@ def test_datatree_log_densities_match_scipy():
 
 def test_nig_datatree_log_prior_is_the_joint_prior_density():
     a0, b0 = 3.0, 2.0
-    model = GaussianLinearUnknownNoise(prior_mean=0.5, prior_scale=[1.0, 2.0, 0.5, 1.5], a0=a0, b0=b0)
+    model = GaussianLinearUnknownNoise(
+        prior_mean=0.5, prior_scale=[1.0, 2.0, 0.5, 1.5], a0=a0, b0=b0
+    )
     X, Y = _data(n=5)
     state = update_many(model, model.init(L, P), X, Y)
     dt = model.to_datatree(state, 2, draws=20, chains=2, data=(X[:, 2], Y[:, 2]))
     theta = dt["posterior"]["theta"].values
     sigma2 = dt["posterior"]["sigma"].values ** 2
     cov0 = np.diag(np.array([1.0, 2.0, 0.5, 1.5]) ** 2)
-    ref = np.array([
+    ref = np.array(
         [
-            stats.multivariate_normal(np.full(P, 0.5), s2 * cov0).logpdf(th)
-            + stats.invgamma(a0, scale=b0).logpdf(s2)
-            for th, s2 in zip(theta[c], sigma2[c], strict=True)
+            [
+                stats.multivariate_normal(np.full(P, 0.5), s2 * cov0).logpdf(th)
+                + stats.invgamma(a0, scale=b0).logpdf(s2)
+                for th, s2 in zip(theta[c], sigma2[c], strict=True)
+            ]
+            for c in range(2)
         ]
-        for c in range(2)
-    ])
+    )
     got = dt["log_prior"]["theta"].values + dt["log_prior"]["sigma"].values
     np.testing.assert_allclose(got, ref, rtol=1e-10)
 
@@ -327,6 +369,9 @@ def test_datatree_without_data_omits_likelihood_and_require_groups_says_why():
     state = model.init(L, P)
     dt = model.to_datatree(state, 0, draws=10, chains=2)
     assert "log_likelihood" not in dt.children and "log_prior" in dt.children
+    empty = (np.zeros((0, P)), np.zeros(0))
+    dt0 = model.to_datatree(state, 0, draws=10, chains=2, data=empty)
+    assert "log_likelihood" not in dt0.children
     with pytest.raises(ValueError, match="log_likelihood.*data=\\(X, y\\)"):
         require_groups(dt, purpose="psense_summary")
 
@@ -353,17 +398,17 @@ def test_make_datatree_checks_shapes():
 @pytest.mark.parametrize(
     "kwargs, arg",
     [
-        (dict(prior_scale=-1.0), "prior_scale"),
-        (dict(prior_scale=np.nan), "prior_scale"),
-        (dict(prior_scale=[1.0, 0.0]), "prior_scale"),
-        (dict(prior_scale=[[1.0, 0.5], [0.4, 1.0]]), "prior_scale"),
-        (dict(prior_scale=[[1.0, 2.0], [2.0, 1.0]]), "prior_scale"),
-        (dict(prior_scale=np.ones((2, 2, 2))), "prior_scale"),
-        (dict(prior_mean=np.ones((2, 2))), "prior_mean"),
-        (dict(prior_mean=[np.inf, 0.0]), "prior_mean"),
-        (dict(prior_mean=np.zeros(3), prior_scale=np.ones(2)), "prior_scale"),
-        (dict(noise_scale=0.0), "noise_scale"),
-        (dict(noise_scale=[1.0, 1.0]), "noise_scale"),
+        ({"prior_scale": -1.0}, "prior_scale"),
+        ({"prior_scale": np.nan}, "prior_scale"),
+        ({"prior_scale": [1.0, 0.0]}, "prior_scale"),
+        ({"prior_scale": [[1.0, 0.5], [0.4, 1.0]]}, "prior_scale"),
+        ({"prior_scale": [[1.0, 2.0], [2.0, 1.0]]}, "prior_scale"),
+        ({"prior_scale": np.ones((2, 2, 2))}, "prior_scale"),
+        ({"prior_mean": np.ones((2, 2))}, "prior_mean"),
+        ({"prior_mean": [np.inf, 0.0]}, "prior_mean"),
+        ({"prior_mean": np.zeros(3), "prior_scale": np.ones(2)}, "prior_scale"),
+        ({"noise_scale": 0.0}, "noise_scale"),
+        ({"noise_scale": [1.0, 1.0]}, "noise_scale"),
     ],
 )
 def test_bad_hyperparameters_raise_naming_the_argument(kwargs, arg):
@@ -371,7 +416,7 @@ def test_bad_hyperparameters_raise_naming_the_argument(kwargs, arg):
         GaussianLinear(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, arg", [(dict(a0=0.0), "a0"), (dict(b0=np.nan), "b0")])
+@pytest.mark.parametrize("kwargs, arg", [({"a0": 0.0}, "a0"), ({"b0": np.nan}, "b0")])
 def test_bad_nig_hyperparameters_raise(kwargs, arg):
     with pytest.raises(ValueError, match=arg):
         GaussianLinearUnknownNoise(**kwargs)
@@ -402,10 +447,9 @@ def test_config_round_trips_through_json(cls, prior):
     cfg = json.loads(json.dumps(model.config()))
     assert cfg["class"] == cls.__name__
     again = cls.from_config(cfg)
-    X, Y = _data(n=3)
-    s1 = update_many(model, model.init(L, P), X, Y)
-    s2 = update_many(again, again.init(L, P), X, Y)
-    np.testing.assert_array_equal(model.mean(s1), again.mean(s2))
+    assert again.config() == model.config()
+    for a, b in zip(model.prior(P), again.prior(P), strict=True):
+        np.testing.assert_array_equal(a, b)
     other = GaussianLinearUnknownNoise if cls is GaussianLinear else GaussianLinear
     with pytest.raises(ValueError, match="cfg"):
         other.from_config(cfg)

@@ -18,7 +18,9 @@ def path_of(items):
     return [graph.SOURCE, *nodes, graph.SINK]
 
 
-@pytest.mark.parametrize("seed,K,L", [(0, 3, 1), (1, 3, 2), (2, 4, 3), (3, 3, 4), (4, 2, 5)])
+@pytest.mark.parametrize(
+    "seed,K,L", [(0, 3, 1), (1, 3, 2), (2, 4, 3), (3, 3, 4), (4, 2, 5)]
+)
 def test_graph_shape_matches_the_paper(seed, K, L):
     rng = np.random.default_rng(seed)
     G = graph.layered_graph(rng.normal(size=K), rng.normal(size=(L - 1, K, K)))
@@ -27,12 +29,17 @@ def test_graph_shape_matches_the_paper(seed, K, L):
     assert len(layer_nodes) == K + (L - 1) * K**2
     # K^2 edges from layer 1, K^3 between later layers, K source and K^2 (or K) sink edges.
     n_sink = K if L == 1 else K**2
-    assert G.number_of_edges() == K + (K**2 if L > 1 else 0) + (L - 2 if L > 1 else 0) * K**3 + n_sink
+    assert (
+        G.number_of_edges()
+        == K + (K**2 if L > 1 else 0) + (L - 2 if L > 1 else 0) * K**3 + n_sink
+    )
 
 
 @pytest.mark.parametrize("integer", [False, True])
-@pytest.mark.parametrize("seed,K,L", [(s, K, L) for s, (K, L) in enumerate(
-    itertools.product([1, 2, 4], [1, 2, 3, 4]))])
+@pytest.mark.parametrize(
+    "seed,K,L",
+    [(s, K, L) for s, (K, L) in enumerate(itertools.product([1, 2, 4], [1, 2, 3, 4]))],
+)
 def test_networkx_longest_path_equals_dp(seed, K, L, integer):
     rng = np.random.default_rng(seed)
     first, pairs = rng.normal(size=K) - 3.0, rng.normal(size=(L - 1, K, K)) - 3.0
@@ -42,7 +49,9 @@ def test_networkx_longest_path_equals_dp(seed, K, L, integer):
     _, dp_value = best_list(first, pairs)
     assert items.shape == (L,)
     assert value == pytest.approx(float(dp_value), abs=1e-9)
-    lst = first[items[0]] + sum(pairs[l - 1, items[l - 1], items[l]] for l in range(1, L))
+    lst = first[items[0]] + sum(
+        pairs[l - 1, items[l - 1], items[l]] for l in range(1, L)
+    )
     assert lst == pytest.approx(value, abs=1e-9)
 
 
@@ -87,8 +96,8 @@ def test_eq2_path_weight_equals_expected_reward(link, L):
 
 
 def test_eq2_halves_interior_scores_and_doubles_the_ends():
-    # With all first scores 0 and per-layer constants, edge weights show the factors.
-    K, L = 2, 4
+    # With constant scores per layer (L = 4), the edge weights show the factors.
+    K = 2
     first = np.full(K, 1.0)
     pairs = np.stack([np.full((K, K), c) for c in (10.0, 100.0, 1000.0)])
     G = graph.layered_graph(first, pairs)

@@ -33,29 +33,25 @@ def _data(key, n, L, p, theta, link):
 
 
 def _chain(model, state, key, rounds):
-    """``rounds`` draws on fixed data in one lax.scan: (rounds, L, p)."""
-
-    def body(s, k):
-        th, s = model.draw(k, s)
-        return s, th
-
-    state, th = jax.lax.scan(body, state, jax.random.split(key, rounds))
-    return state, th
+    """``rounds`` draws on fixed data: (state, (rounds, L, p))."""
+    out = []
+    for k in jax.random.split(key, rounds):
+        th, state = model.draw(k, state)
+        out.append(th)
+    return state, np.stack(out)
 
 
 def _run_bandit_like(model, X, Y, key):
     """Add the data one impression at a time, drawing after each (as a policy does)."""
-
-    def body(s, xyk):
-        x, y, k = xyk
-        s = model.update(s, x, y)
-        _, s = model.draw(k, s)
-        return s, None
-
     state = model.init(X.shape[1], X.shape[2])
-    keys = jax.random.split(key, X.shape[0])
-    state, _ = jax.jit(lambda s: jax.lax.scan(body, s, (X, Y, keys)))(state)
+    for x, y, k in zip(X, Y, jax.random.split(key, X.shape[0])):
+        _, state = model.draw(k, model.update(state, x, y))
     return state
+
+
+# One instance per configuration, shared by the tests: draw/update compile once each.
+IDENTITY = BayesGLM(link="identity", prior_scale=1.0, n_max=64, num_warmup=100)
+LOGISTIC = BayesGLM(link="logistic", prior_scale=1.5, n_max=128, num_warmup=100)
 
 
 # --------------------------------------------------------------- potentials
@@ -83,7 +79,11 @@ def test_padded_masked_potential_equals_unpadded_and_hand_written(link):
     model = BayesGLM(link=link, prior_scale=1.5, n_max=n_max)
     rng = np.random.default_rng(0)
     x = rng.normal(size=(n, p))
-    y = rng.integers(0, 2, n).astype(float) if link != "identity" else rng.normal(size=n)
+    y = (
+        rng.integers(0, 2, n).astype(float)
+        if link != "identity"
+        else rng.normal(size=n)
+    )
     theta = jnp.asarray(rng.normal(size=p))
     xp = np.zeros((n_max, p))
     xp[:n] = x
@@ -112,7 +112,7 @@ def test_mask_leaves_the_prior_alone():
 
 
 def test_update_refreshes_potential_and_gradient_at_z():
-    model = BayesGLM(link="logistic", n_max=30, num_warmup=10)
+    model = LOGISTIC
     X, Y = _data(jax.random.key(1), 12, 2, 3, jnp.ones((2, 3)), "logistic")
     state = model.init(2, 3)
     for t in range(12):
@@ -124,7 +124,7 @@ def test_update_refreshes_potential_and_gradient_at_z():
     for pos in range(2):
         x, y = model.data(state, pos)
         z = {"theta": state.hmc.z["theta"][pos]}
-        pe, grad = jax.value_and_grad(lambda zz: model.potential_energy(zz, x, y))(z)
+        pe, grad = jax.value_and_grad(model.potential_energy)(z, x, y)
         np.testing.assert_allclose(state.hmc.potential_energy[pos], pe, rtol=1e-12)
         np.testing.assert_allclose(
             state.hmc.z_grad["theta"][pos], grad["theta"], rtol=1e-11
@@ -133,12 +133,12 @@ def test_update_refreshes_potential_and_gradient_at_z():
 
 
 def test_valid_mask_skips_positions():
-    model = BayesGLM(link="identity", n_max=4)
-    state = model.init(2, 2)
-    state = model.update(state, jnp.ones((2, 2)), jnp.array([1.0, 2.0]), [True, False])
+    model = IDENTITY
+    state = model.init(2, 3)
+    state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 2.0]), [True, False])
     assert np.array_equal(state.n, [1, 0])
     np.testing.assert_array_equal(state.y[1], 0.0)
-    np.testing.assert_array_equal(state.x[0, 0], [1.0, 1.0])
+    np.testing.assert_array_equal(state.x[0, 0], [1.0, 1.0, 1.0])
 
 
 # ---------------------------------------------------------------- errors
@@ -146,7 +146,9 @@ def test_valid_mask_skips_positions():
 
 def test_model_without_theta_site_raises():
     def no_theta(x, y=None):
-        beta = numpyro.sample("beta", dist.Normal(0, 1).expand([x.shape[1]]).to_event(1))
+        beta = numpyro.sample(
+            "beta", dist.Normal(0, 1).expand([x.shape[1]]).to_event(1)
+        )
         with numpyro.plate("obs", x.shape[0]):
             numpyro.sample("y", dist.Normal(x @ beta, 1.0), obs=y)
 
@@ -227,10 +229,10 @@ def test_identity_nuts_recovers_conjugate_posterior():
     L, p, n, s0 = 2, 3, 40, 1.0
     theta = jnp.array([[1.0, -0.5, 0.3], [-1.0, 0.8, 0.0]])
     X, Y = _data(jax.random.key(2), n, L, p, theta, "identity")
-    model = BayesGLM(link="identity", prior_scale=s0, n_max=64, num_warmup=100)
+    model = IDENTITY
     state = _run_bandit_like(model, X, Y, jax.random.key(3))
-    _, draws = jax.jit(lambda s: _chain(model, s, jax.random.key(4), 1500))(state)
-    draws = np.asarray(draws[100:])  # (rounds, L, p)
+    _, draws = _chain(model, state, jax.random.key(4), 1500)
+    draws = draws[100:]  # (rounds, L, p)
     for pos in range(L):
         x, y = np.asarray(X[:, pos]), np.asarray(Y[:, pos])
         prec = np.eye(p) / s0**2 + x.T @ x
@@ -247,17 +249,17 @@ def test_identity_nuts_recovers_conjugate_posterior():
 def test_logistic_warm_draws_match_a_fresh_reference_run():
     """Data added one round at a time (draw after each), then many rounds of draw on
     the now fixed data: the same distribution as a standard 2-chain MCMC run."""
-    L, p, n = 1, 3, 120
-    theta = jnp.array([[1.5, -1.0, 0.5]])
+    L, p, n = 2, 3, 120
+    theta = jnp.array([[1.5, -1.0, 0.5], [0.0, 1.0, 1.0]])
     X, Y = _data(jax.random.key(5), n, L, p, theta * np.sqrt(p), "logistic")
-    model = BayesGLM(link="logistic", n_max=128, num_warmup=100)
+    model = LOGISTIC
     state = _run_bandit_like(model, X, Y, jax.random.key(6))
-    _, draws = jax.jit(lambda s: _chain(model, s, jax.random.key(7), 1500))(state)
-    warm = np.asarray(draws[100:, 0])
+    _, draws = _chain(model, state, jax.random.key(7), 1500)
+    warm = draws[100:, 0]
 
     x, y = jnp.asarray(X[:, 0]), jnp.asarray(Y[:, 0])
     ref = MCMC(
-        NUTS(functools.partial(models.glm, link="logistic")),
+        NUTS(functools.partial(models.glm, link="logistic", prior_scale=1.5)),
         num_warmup=500,
         num_samples=2000,
         num_chains=2,
@@ -280,8 +282,8 @@ def test_logistic_warm_draws_match_a_fresh_reference_run():
 
 
 def test_diagnostics_are_recorded():
-    model = BayesGLM(link="logistic", n_max=64, num_warmup=20)
-    X, Y = _data(jax.random.key(9), 30, 2, 2, jnp.ones((2, 2)), "logistic")
+    model = LOGISTIC
+    X, Y = _data(jax.random.key(9), 60, 2, 3, jnp.ones((2, 3)), "logistic")
     state = _run_bandit_like(model, X, Y, jax.random.key(10))
     diag = model.diagnostics(state)
     assert np.all(np.asarray(state.transitions) > 0)
@@ -289,28 +291,47 @@ def test_diagnostics_are_recorded():
     assert np.all(diag["mean_steps"] >= 1)
     assert np.all((diag["tree_depth"] >= 1) & (diag["tree_depth"] <= 6))
     assert np.all(diag["divergences"] <= state.transitions)
-    assert np.array_equal(diag["n"], [30, 30])
+    assert np.array_equal(diag["n"], [60, 60])
+    assert not np.any(diag["adapting"])
+
+
+def test_a_frozen_chain_is_rescued_by_a_warmup_rerun():
+    model = LOGISTIC
+    X, Y = _data(jax.random.key(9), 40, 2, 3, jnp.ones((2, 3)), "logistic")
+    state = _run_bandit_like(model, X, Y, jax.random.key(10))
+    state = state._replace(readapt_at=jnp.array([10**6, 10**6]))
+    assert np.all(state.hmc.i >= 100)
+    adapt = state.hmc.adapt_state._replace(step_size=jnp.array([40.0, 40.0]))
+    state = state._replace(hmc=state.hmc._replace(adapt_state=adapt))
+    i0 = state.hmc.i
+    state, _ = _chain(model, state, jax.random.key(11), 8)  # 40 transitions
+    assert np.all(state.hmc.i < i0)  # a warm-up re-run started
+    state, _ = _chain(model, state, jax.random.key(12), 40)
+    assert np.all(state.hmc.i > 100)  # and finished
+    assert np.all(state.hmc.adapt_state.step_size < 5.0)
+    state, _ = _chain(model, state, jax.random.key(13), 20)
+    assert np.all(state.hmc.mean_accept_prob > 0.5)
 
 
 def test_warmup_reruns_on_the_geometric_schedule():
-    model = BayesGLM(
-        link="identity", n_max=64, num_warmup=10, steps_per_round=5, readapt_start=3
-    )
-    state = model.init(1, 2)
-    x, y = jnp.ones((1, 2)), jnp.ones(1)
-    for t in range(2):
-        state = model.update(state, x, y)
-        _, state = model.draw(jax.random.key(t), state)
-    assert int(state.hmc.i[0]) == 10  # first warm-up done, n = 2 < 3
-    state = model.update(state, x, y)
+    model = IDENTITY  # num_warmup=100, 5 transitions per draw, readapt_start=10
+    state = model.init(1, 3)
+    x, y = jnp.ones((1, 3)), jnp.ones(1)
+    for t in range(20):
+        _, state = model.draw(jax.random.key(t), model.update(state, x, y))
+    assert int(state.hmc.i[0]) == 100  # first warm-up done (n = 20 >= 10: re-run due)
+    assert int(state.readapt_at[0]) == 10
     step = float(state.hmc.adapt_state.step_size[0])
-    _, state = model.draw(jax.random.key(5), state)
-    assert int(state.hmc.i[0]) == 5  # re-run started at this draw
-    assert int(state.readapt_at[0]) == 12  # next at 3 * 4
-    # the dual-averaging centre restarts from the adapted step size
-    np.testing.assert_allclose(state.hmc.adapt_state.ss_state[-1][0], np.log(10 * step))
+    _, state = model.draw(jax.random.key(99), model.update(state, x, y))
+    assert int(state.hmc.i[0]) == 5  # the re-run started at this draw
+    assert int(state.readapt_at[0]) == 84  # next at 21 * 4
+    # dual averaging restarts centred on the adapted step size
+    np.testing.assert_allclose(
+        state.hmc.adapt_state.ss_state[-1][0], np.log(10 * step), rtol=1e-12
+    )
 
 
+@pytest.mark.slow
 def test_refit_every_reuses_the_draw():
     model = BayesGLM(link="identity", n_max=8, num_warmup=5, refit_every=2)
     state = model.init(2, 2)
@@ -324,6 +345,7 @@ def test_refit_every_reuses_the_draw():
 # ------------------------------------------------------------- jax transforms
 
 
+@pytest.mark.slow
 def test_vmap_over_runs_equals_a_loop():
     model = BayesGLM(link="logistic", n_max=16, num_warmup=10)
     X, Y = _data(jax.random.key(11), 6, 2, 3, jnp.ones((2, 3)), "logistic")
@@ -347,8 +369,8 @@ def test_vmap_over_runs_equals_a_loop():
 
 
 def test_raw_uint32_keys_work():
-    model = BayesGLM(link="identity", n_max=8, num_warmup=5)
-    state = model.init(1, 2)
+    model = IDENTITY
+    state = model.init(2, 3)
     t1, _ = model.draw(jax.random.PRNGKey(0), state)
     t2, _ = model.draw(jax.random.key(0), state)
     np.testing.assert_array_equal(t1, t2)
@@ -357,6 +379,7 @@ def test_raw_uint32_keys_work():
 # -------------------------------------------------------------- user models
 
 
+@pytest.mark.slow
 def test_hierarchical_model_with_deterministic_theta():
     model = NumPyroModel(models.hierarchical_glm, n_max=32, num_warmup=20)
     X, Y = _data(jax.random.key(13), 20, 2, 3, jnp.ones((2, 3)), "identity")
@@ -369,6 +392,7 @@ def test_hierarchical_model_with_deterministic_theta():
     np.testing.assert_allclose(theta, expected, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_student_t_model_and_mask_only_hits_observed_sites():
     model = NumPyroModel(functools.partial(models.student_t_glm, df=4.0), n_max=10)
     z = {"theta": jnp.array([0.5, -0.2])}
@@ -386,7 +410,9 @@ def test_config_round_trip():
     glm = BayesGLM(link="probit", prior_scale=2.0, n_max=50, readapt_growth=None)
     cfg = json.loads(json.dumps(glm.config()))
     assert BayesGLM.from_config(cfg).config() == glm.config()
-    user = NumPyroModel(functools.partial(models.student_t_glm, df=5.0), link="logistic")
+    user = NumPyroModel(
+        functools.partial(models.student_t_glm, df=5.0), link="logistic"
+    )
     cfg = json.loads(json.dumps(user.config()))
     again = NumPyroModel.from_config(cfg)
     assert again.config() == user.config()
@@ -403,15 +429,22 @@ def test_config_round_trip():
 def test_datatree_groups_densities_and_arviz_summaries():
     import arviz as az
 
-    model = BayesGLM(link="logistic", prior_scale=1.5, n_max=64, num_warmup=20)
-    X, Y = _data(jax.random.key(16), 40, 2, 2, jnp.ones((2, 2)), "logistic")
-    state = update_many(model, model.init(2, 2), X, Y)
-    dt = model.to_datatree(state, 1, jax.random.key(17), chains=2, draws=300, warmup=300)
-    for group in ("posterior", "sample_stats", "log_likelihood", "log_prior",
-                  "observed_data"):
+    model = LOGISTIC
+    X, Y = _data(jax.random.key(16), 40, 2, 3, jnp.ones((2, 3)), "logistic")
+    state = update_many(model, model.init(2, 3), X, Y)
+    dt = model.to_datatree(
+        state, 1, jax.random.key(17), chains=2, draws=300, warmup=300
+    )
+    for group in (
+        "posterior",
+        "sample_stats",
+        "log_likelihood",
+        "log_prior",
+        "observed_data",
+    ):
         assert group in dt.children
-    theta = dt["posterior"]["theta"].values  # (2, 300, 2)
-    assert theta.shape == (2, 300, 2)
+    theta = dt["posterior"]["theta"].values  # (2, 300, 3)
+    assert theta.shape == (2, 300, 3)
     np.testing.assert_array_equal(dt["observed_data"]["y"].values, Y[:, 1])
     # log densities equal hand-written ones for a few draws
     x, y = np.asarray(X[:, 1]), np.asarray(Y[:, 1])
@@ -429,5 +462,5 @@ def test_datatree_groups_densities_and_arviz_summaries():
     assert np.all(summary["r_hat"].astype(float) < 1.05)
     assert np.all(summary["ess_bulk"].astype(float) > 100)
     sense = az.psense_summary(dt)
-    assert len(sense) == 2
+    assert len(sense) == 3
     assert np.all(np.isfinite(sense["prior"].astype(float)))

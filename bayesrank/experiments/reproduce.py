@@ -14,11 +14,12 @@ assume.
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
 import numpy as np
+
+from bayesrank.experiments.demo import authors_alpha
 
 __all__ = ["reproduce", "PAPER_TIMING_MS", "SCALES", "authors_alpha"]
 
@@ -32,11 +33,6 @@ PAPER_TIMING_MS = {
 
 #: Rounds and runs per scale.
 SCALES = {"full": {"T": 10_000, "runs": 100}, "quick": {"T": 400, "runs": 8}}
-
-
-def authors_alpha(delta: float = 0.1) -> float:
-    """The constant UCB width of the authors' experiments."""
-    return 1.0 + math.sqrt(math.log(2.0 / delta) / 2.0)
 
 
 def _panel(name, env, T, runs, seed, out, title, report, alpha, extra=None):

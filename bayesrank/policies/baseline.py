@@ -51,9 +51,21 @@ class RankedBaseline(UCBPolicy):
         m2: bound on ``||theta^l||`` in Lemma 1's width.
     """
 
-    def __init__(self, items=None, L=None, v0=None, *, delta: float = 0.1,
-                 lam: float = 1.0, alpha: float | None = None, kind: str = "ucb",
-                 distinct: bool = False, mask=None, seed: int = 0, m2: float = 1.0):
+    def __init__(
+        self,
+        items=None,
+        L=None,
+        v0=None,
+        *,
+        delta: float = 0.1,
+        lam: float = 1.0,
+        alpha: float | None = None,
+        kind: str = "ucb",
+        distinct: bool = False,
+        mask=None,
+        seed: int = 0,
+        m2: float = 1.0,
+    ):
         if items is None:
             raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if L is None:
@@ -68,12 +80,23 @@ class RankedBaseline(UCBPolicy):
         self.c1 = 1.0
         self._links = (self.model.link,) * L
         if kind == "ucb":
-            core = rank_ucb(self.model, V, W, v0a, lam=self.lam, delta=self.delta,
-                            alpha=self.alpha, m2=self.m2, c1=1.0,
-                            distinct=self.distinct, mask=self.mask)
+            core = rank_ucb(
+                self.model,
+                V,
+                W,
+                v0a,
+                lam=self.lam,
+                delta=self.delta,
+                alpha=self.alpha,
+                m2=self.m2,
+                c1=1.0,
+                distinct=self.distinct,
+                mask=self.mask,
+            )
         else:
-            core = rank_ts(self.model, V, W[:, None], v0a, distinct=self.distinct,
-                           mask=self.mask)
+            core = rank_ts(
+                self.model, V, W[:, None], v0a, distinct=self.distinct, mask=self.mask
+            )
         self._setup(core, seed)
 
     def _gram_state(self):
@@ -105,10 +128,14 @@ class RankedBaseline(UCBPolicy):
 
     def features(self, lists) -> np.ndarray:
         """(..., L, d) the features the baseline learns from: the shown items."""
-        return np.asarray(scores.list_features(jnp.asarray(self.items),
-                                               jnp.zeros((self.L, 1)),
-                                               jnp.asarray(self.v0),
-                                               jnp.asarray(lists)))
+        return np.asarray(
+            scores.list_features(
+                jnp.asarray(self.items),
+                jnp.zeros((self.L, 1)),
+                jnp.asarray(self.v0),
+                jnp.asarray(lists),
+            )
+        )
 
     def _config(self) -> dict:
         cfg = self._common_config()
@@ -123,7 +150,17 @@ class RankedBaseline(UCBPolicy):
 
     @classmethod
     def _from_config(cls, cfg, args, seed, overrides):
-        return cls(args["items"], cfg["L"], args["v0"], delta=cfg["delta"],
-                   lam=cfg["lam"], alpha=cfg["alpha"], kind=cfg["kind"],
-                   distinct=cfg["distinct"], mask=args.get("mask"), seed=seed,
-                   m2=cfg["m2"], **overrides)
+        return cls(
+            args["items"],
+            cfg["L"],
+            args["v0"],
+            delta=cfg["delta"],
+            lam=cfg["lam"],
+            alpha=cfg["alpha"],
+            kind=cfg["kind"],
+            distinct=cfg["distinct"],
+            mask=args.get("mask"),
+            seed=seed,
+            m2=cfg["m2"],
+            **overrides,
+        )

@@ -50,7 +50,7 @@ from bayesrank.policies.ucb import (
 )
 from bayesrank.posteriors.linalg import whiten
 
-__all__ = ["GenRankUCB", "gen_rank_ucb", "gen_features", "gen_pair_scores", "w_hat"]
+__all__ = ["GenRankUCB", "gen_features", "gen_pair_scores", "gen_rank_ucb", "w_hat"]
 
 
 def gen_features(items, v0, chosen):
@@ -110,8 +110,20 @@ def w_hat(phi):
     return jnp.where(n > 0, jnp.sum(phi1 * phi2, axis=-1) / safe, 0.0)
 
 
-def gen_rank_ucb(model, items, L: int, v0, *, lam=1.0, delta=0.1, alpha=None,
-                 m_phi=1.0, c1=1.0, distinct=False, mask=None) -> PolicyCore:
+def gen_rank_ucb(
+    model,
+    items,
+    L: int,
+    v0,
+    *,
+    lam=1.0,
+    delta=0.1,
+    alpha=None,
+    m_phi=1.0,
+    c1=1.0,
+    distinct=False,
+    mask=None,
+) -> PolicyCore:
     """The functional core of genRankUCB (pure, jittable, vmappable).
 
     Args:
@@ -135,12 +147,17 @@ def gen_rank_ucb(model, items, L: int, v0, *, lam=1.0, delta=0.1, alpha=None,
     def select(key, state):
         del key
         phi = model.mean(state.model)
-        width = confidence_width(
-            state.logdet, p, lam=lam, delta=delta, m2=m_phi, alpha=alpha
-        ) / c1
+        width = (
+            confidence_width(
+                state.logdet, p, lam=lam, delta=delta, m2=m_phi, alpha=alpha
+            )
+            / c1
+        )
         params = UCBParams(phi, width, state.chol)
         first, pairs = gen_pair_scores(params, items, v0, links)
-        chosen, value = decode.decode_in_jit(first, pairs, distinct=distinct, mask=mask_j)
+        chosen, value = decode.decode_in_jit(
+            first, pairs, distinct=distinct, mask=mask_j
+        )
         return state, Selection(chosen, value, params)
 
     def update(state, chosen, rewards):
@@ -168,10 +185,23 @@ class GenRankUCB(UCBPolicy):
         c1: the link's lower derivative bound (non-identity links).
     """
 
-    def __init__(self, items=None, L=None, v0=None, *, delta: float = 0.1,
-                 lam: float = 1.0, alpha: float | None = None,
-                 distinct: bool = False, mask=None, seed: int = 0, model=None,
-                 m2: float = 1.0, m3: float = 1.0, c1: float | None = None):
+    def __init__(
+        self,
+        items=None,
+        L=None,
+        v0=None,
+        *,
+        delta: float = 0.1,
+        lam: float = 1.0,
+        alpha: float | None = None,
+        distinct: bool = False,
+        mask=None,
+        seed: int = 0,
+        model=None,
+        m2: float = 1.0,
+        m3: float = 1.0,
+        c1: float | None = None,
+    ):
         if items is None:
             raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if L is None:
@@ -190,13 +220,24 @@ class GenRankUCB(UCBPolicy):
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
         self.m3 = m3
         m1 = max(np.linalg.norm(V, axis=1).max(), np.linalg.norm(v0a))
-        self.c1 = resolve_c1(self.model.link, self._c1_arg, self._m2_width(),
-                             math.sqrt(2.0) * float(m1))
+        self.c1 = resolve_c1(
+            self.model.link, self._c1_arg, self._m2_width(), math.sqrt(2.0) * float(m1)
+        )
         self._links = (self.model.link,) * L
         self._setup(
-            gen_rank_ucb(self.model, V, L, v0a, lam=self.lam, delta=self.delta,
-                         alpha=self.alpha, m_phi=self._m2_width(), c1=self.c1,
-                         distinct=self.distinct, mask=self.mask),
+            gen_rank_ucb(
+                self.model,
+                V,
+                L,
+                v0a,
+                lam=self.lam,
+                delta=self.delta,
+                alpha=self.alpha,
+                m_phi=self._m2_width(),
+                c1=self.c1,
+                distinct=self.distinct,
+                mask=self.mask,
+            ),
             seed,
         )
 
@@ -214,8 +255,12 @@ class GenRankUCB(UCBPolicy):
 
     def scores(self):
         """UCB scores behind the last selection: ``(first (K,), pairs (L-1, K, K))``."""
-        return gen_pair_scores(self._last_params(), jnp.asarray(self.items),
-                               jnp.asarray(self.v0), self._links)
+        return gen_pair_scores(
+            self._last_params(),
+            jnp.asarray(self.items),
+            jnp.asarray(self.v0),
+            self._links,
+        )
 
     def _config(self) -> dict:
         cfg = self._common_config()
@@ -231,7 +276,19 @@ class GenRankUCB(UCBPolicy):
     @classmethod
     def _from_config(cls, cfg, args, seed, overrides):
         model = model_from_config(cfg["model"], overrides.pop("model", None))
-        return cls(args["items"], cfg["L"], args["v0"], delta=cfg["delta"],
-                   lam=cfg["lam"], alpha=cfg["alpha"], distinct=cfg["distinct"],
-                   mask=args.get("mask"), seed=seed, model=model, m2=cfg["m2"],
-                   m3=cfg["m3"], c1=cfg["c1"], **overrides)
+        return cls(
+            args["items"],
+            cfg["L"],
+            args["v0"],
+            delta=cfg["delta"],
+            lam=cfg["lam"],
+            alpha=cfg["alpha"],
+            distinct=cfg["distinct"],
+            mask=args.get("mask"),
+            seed=seed,
+            model=model,
+            m2=cfg["m2"],
+            m3=cfg["m3"],
+            c1=cfg["c1"],
+            **overrides,
+        )

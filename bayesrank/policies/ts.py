@@ -186,7 +186,13 @@ class RankTS(Policy):
         import jax
 
         key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
-        return self.model.to_datatree(self.state.model, int(position), key=key, data=data, **kwargs)
+        # Models that keep only sufficient statistics take the history as ``data``;
+        # NUTS models hold their own (possibly windowed) data buffers and take none.
+        import inspect
+
+        if "data" in inspect.signature(self.model.to_datatree).parameters:
+            kwargs["data"] = data
+        return self.model.to_datatree(self.state.model, int(position), key=key, **kwargs)
 
     # ------------------------------------------------------------------ persistence
     def _config(self) -> dict:

@@ -62,16 +62,16 @@ from bayesrank.posteriors.linalg import chol_update, logdet_increment, whiten
 
 __all__ = [
     "RankUCB",
-    "rank_ucb",
-    "UCBState",
     "UCBParams",
+    "UCBState",
+    "default_model",
+    "gram_bonus_sq",
     "gram_init",
     "gram_update",
-    "gram_bonus_sq",
-    "whitened_gram",
-    "ucb_pair_scores",
-    "default_model",
+    "rank_ucb",
     "resolve_c1",
+    "ucb_pair_scores",
+    "whitened_gram",
 ]
 
 
@@ -186,8 +186,20 @@ def confidence_width(logdet, p: int, *, lam, delta, m2, alpha):
 
 
 # --------------------------------------------------------------------- functional core
-def rank_ucb(model, items, w, v0, *, lam=1.0, delta=0.1, alpha=None, m2=1.0,
-             c1=1.0, distinct=False, mask=None) -> PolicyCore:
+def rank_ucb(
+    model,
+    items,
+    w,
+    v0,
+    *,
+    lam=1.0,
+    delta=0.1,
+    alpha=None,
+    m2=1.0,
+    c1=1.0,
+    distinct=False,
+    mask=None,
+) -> PolicyCore:
     """The functional core of RankUCB (pure, jittable, vmappable).
 
     Args:
@@ -216,9 +228,10 @@ def rank_ucb(model, items, w, v0, *, lam=1.0, delta=0.1, alpha=None, m2=1.0,
     def select(key, state):
         del key  # deterministic
         theta = model.mean(state.model)
-        width = confidence_width(
-            state.logdet, d, lam=lam, delta=delta, m2=m2, alpha=alpha
-        ) / c1
+        width = (
+            confidence_width(state.logdet, d, lam=lam, delta=delta, m2=m2, alpha=alpha)
+            / c1
+        )
         params = UCBParams(theta, width, state.chol)
         if separable:
             s = ucb_separable_parts(params, items, links)
@@ -259,6 +272,7 @@ def check_model(model) -> None:
 
 def check_ucb_args(delta, lam, alpha, m2, c1):
     """Validate the confidence-width arguments; returns them as floats."""
+
     def num(x, name):
         if isinstance(x, bool):
             raise TypeError(f"{name}: expected a real number, got {x!r}")
@@ -277,7 +291,9 @@ def check_ucb_args(delta, lam, alpha, m2, c1):
     if alpha is not None:
         alpha = num(alpha, "alpha")
         if not (math.isfinite(alpha) and alpha >= 0):
-            raise ValueError(f"alpha: expected None or a finite number >= 0, got {alpha!r}")
+            raise ValueError(
+                f"alpha: expected None or a finite number >= 0, got {alpha!r}"
+            )
     if c1 is not None:
         c1 = num(c1, "c1")
         if not (math.isfinite(c1) and 0 < c1 <= 1):
@@ -307,6 +323,8 @@ class UCBPolicy(Policy):
         check_model(model)
         self.model = model
         self.distinct = bool(distinct)
+        if self.distinct and self.K < self.L:
+            raise ValueError(f"distinct: needs K >= L, got K={self.K} and L={self.L}")
         self.mask = check_mask(mask, self.K, self.L, self.distinct)
         self.vmappable = bool(getattr(model, "vmappable", True))
 
@@ -334,8 +352,14 @@ class UCBPolicy(Policy):
         """(L,) the confidence width the next selection uses (before 1/c1)."""
         p = self.state.chol.shape[-1]
         return np.asarray(
-            confidence_width(self.state.logdet, p, lam=self.lam, delta=self.delta,
-                             m2=self._m2_width(), alpha=self.alpha)
+            confidence_width(
+                self.state.logdet,
+                p,
+                lam=self.lam,
+                delta=self.delta,
+                m2=self._m2_width(),
+                alpha=self.alpha,
+            )
         )
 
     def _m2_width(self) -> float:
@@ -383,10 +407,23 @@ class RankUCB(UCBPolicy):
             from the link at ``z = m2 max ||x||``); ignored for the identity link.
     """
 
-    def __init__(self, model=None, items=None, L=None, w=None, v0=None, *,
-                 delta: float = 0.1, lam: float = 1.0, alpha: float | None = None,
-                 distinct: bool = False, mask=None, seed: int = 0, m2: float = 1.0,
-                 c1: float | None = None):
+    def __init__(
+        self,
+        model=None,
+        items=None,
+        L=None,
+        w=None,
+        v0=None,
+        *,
+        delta: float = 0.1,
+        lam: float = 1.0,
+        alpha: float | None = None,
+        distinct: bool = False,
+        mask=None,
+        seed: int = 0,
+        m2: float = 1.0,
+        c1: float | None = None,
+    ):
         if items is None:
             raise ValueError("items: expected a (K, d) array of item vectors, got None")
         V, W, v0a, L = check_items_w_v0(items, L, w, v0)
@@ -407,17 +444,30 @@ class RankUCB(UCBPolicy):
         self.c1 = resolve_c1(self.model.link, self._c1_arg, self.m2, x_max)
         self._links = (self.model.link,) * L
         self._setup(
-            rank_ucb(self.model, V, W, v0a, lam=self.lam, delta=self.delta,
-                     alpha=self.alpha, m2=self.m2, c1=self.c1,
-                     distinct=self.distinct, mask=self.mask),
+            rank_ucb(
+                self.model,
+                V,
+                W,
+                v0a,
+                lam=self.lam,
+                delta=self.delta,
+                alpha=self.alpha,
+                m2=self.m2,
+                c1=self.c1,
+                distinct=self.distinct,
+                mask=self.mask,
+            ),
             seed,
         )
 
     def scores(self):
         """UCB scores behind the last selection: ``(first (K,), pairs (L-1, K, K))``."""
         return ucb_pair_scores(
-            self._last_params(), jnp.asarray(self.items), jnp.asarray(self.w),
-            jnp.asarray(self.v0), self._links,
+            self._last_params(),
+            jnp.asarray(self.items),
+            jnp.asarray(self.w),
+            jnp.asarray(self.v0),
+            self._links,
         )
 
     def _config(self) -> dict:
@@ -426,7 +476,18 @@ class RankUCB(UCBPolicy):
     @classmethod
     def _from_config(cls, cfg, args, seed, overrides):
         model = model_from_config(cfg["model"], overrides.pop("model", None))
-        return cls(model=model, items=args["items"], w=args["w"], v0=args["v0"],
-                   delta=cfg["delta"], lam=cfg["lam"], alpha=cfg["alpha"],
-                   m2=cfg["m2"], c1=cfg["c1"], distinct=cfg["distinct"],
-                   mask=args.get("mask"), seed=seed, **overrides)
+        return cls(
+            model=model,
+            items=args["items"],
+            w=args["w"],
+            v0=args["v0"],
+            delta=cfg["delta"],
+            lam=cfg["lam"],
+            alpha=cfg["alpha"],
+            m2=cfg["m2"],
+            c1=cfg["c1"],
+            distinct=cfg["distinct"],
+            mask=args.get("mask"),
+            seed=seed,
+            **overrides,
+        )

@@ -107,8 +107,20 @@ def window_ucb_tables(params: UCBParams, items, W, v0, links):
     return out
 
 
-def window_rank_ucb(model, items, W, v0, *, lam=1.0, delta=0.1, alpha=None, m2=1.0,
-                    c1=1.0, distinct=False, mask=None) -> PolicyCore:
+def window_rank_ucb(
+    model,
+    items,
+    W,
+    v0,
+    *,
+    lam=1.0,
+    delta=0.1,
+    alpha=None,
+    m2=1.0,
+    c1=1.0,
+    distinct=False,
+    mask=None,
+) -> PolicyCore:
     """The functional core of winRankUCB (pure, jittable, vmappable).
 
     Args:
@@ -130,14 +142,17 @@ def window_rank_ucb(model, items, W, v0, *, lam=1.0, delta=0.1, alpha=None, m2=1
     def select(key, state):
         del key
         theta = model.mean(state.model)
-        width = confidence_width(
-            state.logdet, d, lam=lam, delta=delta, m2=m2, alpha=alpha
-        ) / c1
+        width = (
+            confidence_width(state.logdet, d, lam=lam, delta=delta, m2=m2, alpha=alpha)
+            / c1
+        )
         params = UCBParams(theta, width, state.chol)
         tables = window_ucb_tables(params, items, W, v0, links)
         if S == 2:
             K = items.shape[0]
-            pairs = jnp.stack(tables[1:]) if L > 1 else jnp.zeros((0, K, K), items.dtype)
+            pairs = (
+                jnp.stack(tables[1:]) if L > 1 else jnp.zeros((0, K, K), items.dtype)
+            )
             chosen, value = decode.decode_in_jit(
                 tables[0], pairs, distinct=distinct, mask=mask_j
             )
@@ -168,21 +183,38 @@ class WindowRankUCB(UCBPolicy):
         seed: kept for the common interface (nothing is drawn).
     """
 
-    def __init__(self, model=None, items=None, L=None, w=None, v0=None, *,
-                 delta: float = 0.1, lam: float = 1.0, alpha: float | None = None,
-                 distinct: bool = False, mask=None, seed: int = 0, m2: float = 1.0,
-                 c1: float | None = None):
+    def __init__(
+        self,
+        model=None,
+        items=None,
+        L=None,
+        w=None,
+        v0=None,
+        *,
+        delta: float = 0.1,
+        lam: float = 1.0,
+        alpha: float | None = None,
+        distinct: bool = False,
+        mask=None,
+        seed: int = 0,
+        m2: float = 1.0,
+        c1: float | None = None,
+    ):
         if items is None:
             raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if w is None:
-            raise ValueError("w: expected an (L, S-1) array of window weights, got None")
+            raise ValueError(
+                "w: expected an (L, S-1) array of window weights, got None"
+            )
         V, W, v0a, L = check_items_w_v0(items, L, w, v0)
         W2 = W[:, None] if W.ndim == 1 else W
         self.K, self.L = V.shape[0], L
         self.items, self.w, self.v0 = V, W, v0a
         self.S = W2.shape[1] + 1
         if distinct and self.S > 2:
-            raise ValueError("distinct: only supported for S = 2 (w of shape (L,) or (L, 1))")
+            raise ValueError(
+                "distinct: only supported for S = 2 (w of shape (L,) or (L, 1))"
+            )
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
         self._W2 = W2
         x_max = float(
@@ -192,17 +224,31 @@ class WindowRankUCB(UCBPolicy):
         self.c1 = resolve_c1(self.model.link, self._c1_arg, self.m2, x_max)
         self._links = (self.model.link,) * L
         self._setup(
-            window_rank_ucb(self.model, V, W2, v0a, lam=self.lam, delta=self.delta,
-                            alpha=self.alpha, m2=self.m2, c1=self.c1,
-                            distinct=self.distinct, mask=self.mask),
+            window_rank_ucb(
+                self.model,
+                V,
+                W2,
+                v0a,
+                lam=self.lam,
+                delta=self.delta,
+                alpha=self.alpha,
+                m2=self.m2,
+                c1=self.c1,
+                distinct=self.distinct,
+                mask=self.mask,
+            ),
             seed,
         )
 
     def scores(self):
         """UCB tables behind the last selection (layout of ``window_scores``)."""
-        return window_ucb_tables(self._last_params(), jnp.asarray(self.items),
-                                 jnp.asarray(self._W2), jnp.asarray(self.v0),
-                                 self._links)
+        return window_ucb_tables(
+            self._last_params(),
+            jnp.asarray(self.items),
+            jnp.asarray(self._W2),
+            jnp.asarray(self.v0),
+            self._links,
+        )
 
     def _config(self) -> dict:
         return self._common_config()
@@ -210,7 +256,18 @@ class WindowRankUCB(UCBPolicy):
     @classmethod
     def _from_config(cls, cfg, args, seed, overrides):
         model = model_from_config(cfg["model"], overrides.pop("model", None))
-        return cls(model=model, items=args["items"], w=args["w"], v0=args["v0"],
-                   delta=cfg["delta"], lam=cfg["lam"], alpha=cfg["alpha"],
-                   m2=cfg["m2"], c1=cfg["c1"], distinct=cfg["distinct"],
-                   mask=args.get("mask"), seed=seed, **overrides)
+        return cls(
+            model=model,
+            items=args["items"],
+            w=args["w"],
+            v0=args["v0"],
+            delta=cfg["delta"],
+            lam=cfg["lam"],
+            alpha=cfg["alpha"],
+            m2=cfg["m2"],
+            c1=cfg["c1"],
+            distinct=cfg["distinct"],
+            mask=args.get("mask"),
+            seed=seed,
+            **overrides,
+        )

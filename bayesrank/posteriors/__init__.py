@@ -1,9 +1,13 @@
-"""Per-position posterior models (see :mod:`bayesrank.posteriors.base` for the contract).
+"""Per-position posterior models; :mod:`bayesrank.posteriors.base` is the contract.
 
 Conjugate Gaussian models (exact, closed form) live in :mod:`.gaussian`; the linear
-algebra they share with the UCB policies in :mod:`.linalg`; the ArviZ DataTree builder in
-:mod:`.datatree` (imports xarray lazily).
+algebra they share with the UCB policies in :mod:`.linalg`; the ArviZ DataTree
+builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
+:mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
+conjugate models does not import NumPyro.
 """
+
+import importlib
 
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import PosteriorModel, check_reward_support, update_many
@@ -14,13 +18,36 @@ from bayesrank.posteriors.gaussian import (
     NIGState,
 )
 
+_LAZY = {
+    "BayesGLM": "bayesrank.posteriors.nuts",
+    "MaskObserved": "bayesrank.posteriors.nuts",
+    "NumPyroModel": "bayesrank.posteriors.nuts",
+    "NutsState": "bayesrank.posteriors.nuts",
+}
+
 __all__ = [
+    "BayesGLM",
     "GaussianLinear",
     "GaussianLinearUnknownNoise",
     "GaussianState",
+    "MaskObserved",
     "NIGState",
+    "NumPyroModel",
+    "NutsState",
     "PosteriorModel",
     "check_reward_support",
     "linalg",
     "update_many",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

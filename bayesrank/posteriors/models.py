@@ -24,7 +24,7 @@ Example:
     ...     theta = numpyro.sample("theta", dist.Laplace(0.0, 1.0).expand([x.shape[-1]]).to_event(1))
     ...     with numpyro.plate("obs", x.shape[0]):
     ...         numpyro.sample("y", dist.Normal(x @ theta, 1.0), obs=y)
-"""  # noqa: E501
+"""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ __all__ = [
     "GLM_LINKS",
     "glm",
     "glm_likelihood",
-    "student_t_glm",
     "hierarchical_glm",
+    "student_t_glm",
 ]
 
 GLM_LINKS = ("identity", "logistic", "probit", "exp")

@@ -27,8 +27,12 @@ posterior scale shrinks by at most ``sqrt(readapt_growth) = 2``, which NUTS abso
 through its tree depth). A re-run resets the chain's warm-up counter and restarts the
 adapter from the current step size and mass matrix; its transitions are the ordinary
 per-round ones, so re-adaptation adds no cost, no branch and no recompilation. A re-run
-due while an adaptation is still running waits for it to end. Draws made while adapting
-come from an adaptive chain (fine for Thompson sampling; ``diagnostics`` says when).
+due while an adaptation is still running waits for it to end. A rescue re-run also
+starts when, 25 transitions after a warm-up, the chain's mean acceptance probability is
+below half ``target_accept_prob`` (a step size tuned on too few or too different data can
+freeze a chain otherwise). Draws made while adapting come from an adaptive chain (fine
+for Thompson sampling; ``diagnostics`` says when). Use ``num_warmup`` >= 100: NumPyro's
+windows shrink below 150 and a very short warm-up ends with a poor step size.
 
 Buffer overflow (more than ``n_max`` observations at a position): ``overflow="raise"``
 (default) raises ValueError from ``update`` when called eagerly, and under ``jit`` /
@@ -46,7 +50,7 @@ contributes the average of its ``steps_per_round`` transitions) with weight
 Example:
     >>> import jax, jax.numpy as jnp
     >>> from bayesrank.posteriors.nuts import BayesGLM
-    >>> model = BayesGLM(link="logistic", n_max=100, num_warmup=20)
+    >>> model = BayesGLM(link="logistic", n_max=100)
     >>> state = model.init(L=2, p=3)
     >>> state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 0.0]))
     >>> theta, state = model.draw(jax.random.key(0), state)
@@ -72,13 +76,17 @@ from numpyro.infer.hmc import HMCState, hmc
 from numpyro.infer.hmc_util import IntegratorState, warmup_adapter
 from numpyro.infer.initialization import init_to_median
 from numpyro.infer.util import initialize_model
+from numpyro.infer.util import potential_energy as _potential_energy
 from numpyro.primitives import Messenger
 
 from bayesrank.links import Link, get_link
 from bayesrank.posteriors import models
 from bayesrank.posteriors.base import check_reward_support
 
-__all__ = ["NutsState", "NumPyroModel", "BayesGLM", "MaskObserved"]
+__all__ = ["BayesGLM", "MaskObserved", "NumPyroModel", "NutsState"]
+
+#: post-warm-up transitions before a low acceptance rate triggers a rescue re-run
+_RESCUE_AFTER = 25
 
 _SUPPORT_BY_LINK = {
     "identity": "real",
@@ -144,8 +152,10 @@ class _Machinery(NamedTuple):
 
 
 def _is_key(a) -> bool:
-    return jnp.issubdtype(jnp.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype,
-                          jax.dtypes.prng_key)
+    return jnp.issubdtype(
+        jnp.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype,
+        jax.dtypes.prng_key,
+    )
 
 
 def _typed_key(key):
@@ -188,7 +198,9 @@ def _function_path(fn) -> tuple[str, dict]:
     kwargs: dict = {}
     if isinstance(fn, functools.partial):
         if fn.args:
-            raise TypeError("config: model partials with positional args cannot be saved")
+            raise TypeError(
+                "config: model partials with positional args cannot be saved"
+            )
         kwargs = dict(fn.keywords)
         fn = fn.func
     qual = getattr(fn, "__qualname__", "")
@@ -279,7 +291,9 @@ class NumPyroModel:
                 f"got {reward_support!r}"
             )
         if overflow not in ("raise", "window"):
-            raise ValueError(f"overflow: expected 'raise' or 'window', got {overflow!r}")
+            raise ValueError(
+                f"overflow: expected 'raise' or 'window', got {overflow!r}"
+            )
         if readapt_growth is not None and not float(readapt_growth) > 1.0:
             raise ValueError(
                 f"readapt_growth: expected a number > 1 or None, got {readapt_growth}"
@@ -307,6 +321,9 @@ class NumPyroModel:
         self._dim = 2 if dim is None else _check_int(dim, "dim", 1)
         self._cache: dict = {}
         self._check_theta_site(self._dim)
+        self._update_jit = jax.jit(self._update_core, static_argnums=4)
+        self._draw_jit = jax.jit(self._draw_core)
+        self._potential_jit = jax.jit(self._potential_core)
 
     # ------------------------------------------------------------------ model
     def _masked_model(self, x, y, mask):
@@ -347,6 +364,13 @@ class NumPyroModel:
         key = (p, str(dtype))
         if key in self._cache:
             return self._cache[key]
+        # built eagerly even when first reached inside jit/vmap: the cache outlives traces
+        with jax.ensure_compile_time_eval():
+            mach = self._build_machinery(p)
+        self._cache[key] = mach
+        return mach
+
+    def _build_machinery(self, p: int) -> _Machinery:
         if p != self._dim:
             self._check_theta_site(p)
         args = self._empty_data(p)
@@ -357,7 +381,9 @@ class NumPyroModel:
             dynamic_args=True,
             init_strategy=init_to_median,
         )
-        init_kernel, sample_kernel = hmc(potential_fn_gen=info.potential_fn, algo="NUTS")
+        init_kernel, sample_kernel = hmc(
+            potential_fn_gen=info.potential_fn, algo="NUTS"
+        )
         hmc0 = init_kernel(
             info.param_info,
             self.num_warmup,
@@ -374,7 +400,7 @@ class NumPyroModel:
         )
         site = info.model_trace[self.theta_site]
         latent = site["type"] == "sample"
-        mach = _Machinery(
+        return _Machinery(
             init_kernel,
             sample_kernel,
             info.potential_fn,
@@ -384,8 +410,6 @@ class NumPyroModel:
             latent,
             site["fn"].support if latent else None,
         )
-        self._cache[key] = mach
-        return mach
 
     def _empty_data(self, p: int):
         dtype = jnp.result_type(float)
@@ -416,11 +440,13 @@ class NumPyroModel:
         Returns:
             A scalar.
         """
-        x = jnp.asarray(x)
-        y = jnp.asarray(y)
+        x = jnp.asarray(x, jnp.result_type(float))
+        y = jnp.asarray(y, jnp.result_type(float))
         mask = jnp.ones(y.shape, bool) if mask is None else jnp.asarray(mask, bool)
-        self._machinery(x.shape[-1])
-        return self._machinery(x.shape[-1]).potential_gen(x, y, mask)(z)
+        return self._potential_jit(z, x, y, mask)
+
+    def _potential_core(self, z, x, y, mask):
+        return _potential_energy(self._masked_model, (x, y, mask), {}, z)
 
     # --------------------------------------------------------------- contract
     def init(self, L: int, p: int) -> NutsState:
@@ -488,12 +514,19 @@ class NumPyroModel:
         valid = jnp.asarray(valid, bool)
         if valid.shape != (L,):
             raise ValueError(f"valid: expected shape ({L},), got {valid.shape}")
+        concrete = not isinstance(state.n, jax.core.Tracer) and not isinstance(
+            valid, jax.core.Tracer
+        )
+        if self.overflow == "raise" and concrete:
+            _raise_overflow(np.asarray(valid) & (np.asarray(state.n) >= n_max), n_max)
+            return self._update_jit(state, x, y, valid, False)
+        return self._update_jit(state, x, y, valid, self.overflow == "raise")
+
+    def _update_core(self, state, x, y, valid, check):
+        L, n_max, p = state.x.shape
+        if check:
+            jax.debug.callback(_raise_overflow, valid & (state.n >= n_max), n_max)
         if self.overflow == "raise":
-            full = valid & (state.n >= n_max)
-            if isinstance(full, jax.core.Tracer):
-                jax.debug.callback(_raise_overflow, full, n_max)
-            else:
-                _raise_overflow(full, n_max)
             idx = jnp.minimum(state.n, n_max - 1)
         else:
             idx = state.n % n_max
@@ -526,7 +559,9 @@ class NumPyroModel:
         Returns:
             (theta (L, p), new state).
         """
-        key = _typed_key(key)
+        return self._draw_jit(_typed_key(key), state)
+
+    def _draw_core(self, key, state):
         if self.refit_every == 1:
             return self._advance(key, state)
 
@@ -542,9 +577,16 @@ class NumPyroModel:
 
     def _readapt(self, mach: _Machinery, state: NutsState):
         hs = state.hmc
-        if self.readapt_growth is None or self.num_warmup == 0:
+        if self.num_warmup == 0:
             return hs, state.readapt_at
-        due = (state.n >= state.readapt_at) & (hs.i >= self.num_warmup)
+        done = hs.i >= self.num_warmup
+        scheduled = done & (state.n >= state.readapt_at)
+        if self.readapt_growth is None:
+            scheduled = jnp.zeros_like(done)
+        rescue = (hs.i >= self.num_warmup + _RESCUE_AFTER) & (
+            hs.mean_accept_prob < 0.5 * self.target_accept_prob
+        )
+        due = scheduled | rescue
 
         def fresh(z, pe, grad, step_size, inv_mass, k):
             info = IntegratorState(z, None, pe, grad)
@@ -552,7 +594,11 @@ class NumPyroModel:
 
         a = hs.adapt_state
         new_adapt = jax.vmap(fresh)(
-            hs.z, hs.potential_energy, hs.z_grad, a.step_size, a.inverse_mass_matrix,
+            hs.z,
+            hs.potential_energy,
+            hs.z_grad,
+            a.step_size,
+            a.inverse_mass_matrix,
             a.rng_key,
         )
         adapt = _where_tree(due, new_adapt, a)
@@ -561,8 +607,9 @@ class NumPyroModel:
             mean_accept_prob=jnp.where(due, 0.0, hs.mean_accept_prob),
             adapt_state=adapt,
         )
-        nxt = jnp.ceil(state.n * self.readapt_growth).astype(state.readapt_at.dtype)
-        return hs, jnp.where(due, nxt, state.readapt_at)
+        growth = 1.0 if self.readapt_growth is None else self.readapt_growth
+        nxt = jnp.ceil(state.n * growth).astype(state.readapt_at.dtype)
+        return hs, jnp.where(scheduled, nxt, state.readapt_at)
 
     def _advance(self, key, state: NutsState):
         L, _, p = state.x.shape
@@ -688,16 +735,23 @@ class NumPyroModel:
         key = jax.random.key(0) if key is None else _typed_key(key)
         xj, yj = jnp.asarray(x), jnp.asarray(y)
         mcmc = MCMC(
-            NUTS(self.model, max_tree_depth=max_tree_depth,
-                 target_accept_prob=self.target_accept_prob),
+            NUTS(
+                self.model,
+                max_tree_depth=max_tree_depth,
+                target_accept_prob=self.target_accept_prob,
+            ),
             num_warmup=warmup,
             num_samples=draws,
             num_chains=chains,
             chain_method=chain_method,
             progress_bar=False,
         )
-        mcmc.run(key, xj, yj, extra_fields=("energy", "num_steps", "accept_prob",
-                                            "diverging"))
+        mcmc.run(
+            key,
+            xj,
+            yj,
+            extra_fields=("energy", "num_steps", "accept_prob", "diverging"),
+        )
         grouped = mcmc.get_samples(group_by_chain=True)
         flat = mcmc.get_samples()
         posterior = {k: np.asarray(v) for k, v in grouped.items()}
@@ -831,10 +885,19 @@ class BayesGLM(NumPyroModel):
         name = link.name if isinstance(link, Link) else link
         if name not in models.GLM_LINKS:
             raise ValueError(f"link: expected one of {models.GLM_LINKS}, got {link!r}")
-        for value, argname in ((prior_scale, "prior_scale"), (noise_scale, "noise_scale")):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{argname}: expected a finite number > 0, got {value!r}")
-        if prior is not None and not isinstance(prior, numpyro.distributions.Distribution):
+        for value, argname in (
+            (prior_scale, "prior_scale"),
+            (noise_scale, "noise_scale"),
+        ):
+            if not (
+                isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+            ):
+                raise ValueError(
+                    f"{argname}: expected a finite number > 0, got {value!r}"
+                )
+        if prior is not None and not isinstance(
+            prior, numpyro.distributions.Distribution
+        ):
             raise TypeError(
                 f"prior: expected a numpyro Distribution or None, got {type(prior).__name__}"
             )
@@ -863,7 +926,9 @@ class BayesGLM(NumPyroModel):
     def config(self) -> dict:
         """JSON-able description (a custom ``prior`` distribution cannot be saved)."""
         if self.prior is not None:
-            raise TypeError("config: BayesGLM with a custom prior distribution cannot be saved")
+            raise TypeError(
+                "config: BayesGLM with a custom prior distribution cannot be saved"
+            )
         return {
             "type": "BayesGLM",
             "link": self.link.name,
@@ -887,4 +952,3 @@ class BayesGLM(NumPyroModel):
             f"BayesGLM(link={self.link.name!r}, prior_scale={self.prior_scale}, "
             f"n_max={self.n_max})"
         )
-

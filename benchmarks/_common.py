@@ -1,0 +1,46 @@
+"""Shared helpers of the benchmark scripts: timing and the machine description."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+import numpy as np
+
+
+def machine() -> str:
+    import jax
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"jax {jax.__version__} ({jax.default_backend()})")
+
+
+def timeit(fn, *, repeat: int = 50, warmup: int = 3) -> float:
+    """Median wall time of ``fn()`` in seconds (fn must block until done)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def table(rows: list[dict]) -> str:
+    cols = list(rows[0])
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(
+            f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |")
+    return "\n".join(out)
