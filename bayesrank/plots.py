@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["COLORS", "color_for", "regret_curves", "tightness", "timing_table", "save"]
+__all__ = [
+    "COLORS",
+    "color_for",
+    "regret_curves",
+    "save",
+    "tightness",
+    "timing_table",
+    "trailing_mean",
+]
 
 COLORS = {
     "RankTS": "#d62728",
@@ -29,6 +37,15 @@ def color_for(name: str) -> str:
     if name in COLORS:
         return COLORS[name]
     return _FALLBACK[sum(map(ord, name)) % len(_FALLBACK)]
+
+
+def trailing_mean(r, window: int):
+    """Mean over the last ``window`` rounds (fewer at the start), along the last axis."""
+    c = np.cumsum(r, axis=-1)
+    out = c.copy()
+    out[..., window:] = c[..., window:] - c[..., :-window]
+    n = np.minimum(np.arange(1, r.shape[-1] + 1), window)
+    return out / n
 
 
 def _style(ax, xlabel, ylabel, title):
@@ -67,8 +84,7 @@ def regret_curves(ds, *, ax=None, cumulative: bool = False, band: str = "quantil
         if cumulative:
             r = np.cumsum(r, axis=1)
         elif window > 1:
-            kern = np.ones(window) / window
-            r = np.apply_along_axis(lambda x: np.convolve(x, kern, mode="same"), 1, r)
+            r = trailing_mean(r, window)
         mean = r.mean(axis=0)
         c = color_for(str(name))
         ax.plot(rounds, mean, color=c, label=str(name), linewidth=1.6)

@@ -223,6 +223,342 @@ print(resumed, "| next lists agree:", same)"""),
 NumPyro model sampled by NUTS; `03_reproducing_the_paper.ipynb` runs the paper's
 experiments."""),
 ]
+
+
+# --------------------------------------------------------------------------- 02
+CUSTOM = [
+    md("""\
+# 2. Your own NumPyro model: logistic clicks, a hierarchical prior, NUTS
+
+Rewards are often **clicks** (0/1), not Gaussian ratings. The paper's GLM version puts
+a link on each position: $P(\\text{click at } l) = \\sigma(\\langle \\theta^l, v_{a^l} +
+w_l v_{a^{l-1}} \\rangle)$. There is no conjugate posterior any more, so bayesrank
+samples it with **NUTS** (NumPyro), warm-started from round to round inside the
+compiled policy: a few NUTS transitions per round, no recompilation as data arrive.
+
+You can bring **your own NumPyro model** for a position. The contract
+(`bayesrank.posteriors.models`):
+
+* signature `model(x, y=None)`: `x` is `(n, p)` (the features of the super-arms shown at
+  this position), `y` the `(n,)` rewards;
+* a latent or deterministic site named `"theta"` of shape `(p,)`: the draw that
+  ranks the items;
+* observations inside `numpyro.plate("obs", n)` (bayesrank pads the data to a fixed
+  size and masks the padding on the observed site only).
+
+This notebook writes a **hierarchical prior within a position** (the coefficients
+share a learned mean and scale), runs `RankTS` on it, and checks the posterior with
+ArviZ: trace and forest plots, $\\hat R$, effective sample sizes, divergences."""),
+    params("""\
+# Parameters. QUICK = True: 200 rounds (about a minute with compilation).
+QUICK = True"""),
+    code("""\
+T = 200 if QUICK else 1000  # rounds
+CHAINS, DRAWS = (4, 300) if QUICK else (4, 1000)  # the fresh diagnostic NUTS run"""),
+    code("""\
+import arviz as az
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pandas as pd
+
+import bayesrank as br
+from bayesrank import plots"""),
+    md("""\
+## Clicks from the paper's generator
+
+`link="logistic"` makes the environment's rewards Bernoulli clicks with
+probability $\\sigma(\\cdot)$."""),
+    code("""\
+env = br.RankingEnv.paper(seed=3, K=20, L=3, d=4, w_max=1.0, link="logistic")
+best, best_value = env.best()
+print(env)
+print("best list:", best)
+print("click probabilities:", np.round(env.position_means(best), 3))"""),
+    md("""\
+## The model
+
+Non-centred hierarchical prior: $\\mu \\sim N(0, 1)$,
+$\\tau \\sim \\text{HalfNormal}(1)$, $z_j \\sim N(0, 1)$,
+$\\theta = \\mu + \\tau z$ (a deterministic site). The non-centred form avoids the
+funnel NUTS struggles with when there are few data. Every position gets its own
+$\\mu, \\tau$ and its own chain."""),
+    code("""\
+def click_model(x, y=None):
+    p = x.shape[-1]
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    tau = numpyro.sample("tau", dist.HalfNormal(1.0))
+    z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([p]).to_event(1))
+    theta = numpyro.deterministic("theta", mu + tau * z)
+    with numpyro.plate("obs", x.shape[0]):
+        numpyro.sample("y", dist.Bernoulli(logits=x @ theta), obs=y)"""),
+    md("""\
+**Prior predictive check** before any data: the click probabilities this prior
+implies for the super-arms of random lists. A prior that put everything near 0 or 1
+would make the first rounds of Thompson sampling erratic."""),
+    code("""\
+rng = np.random.default_rng(0)
+lists = rng.integers(0, env.K, size=(200, env.L))
+x0 = np.asarray(env.features(lists))[:, 0, :]  # (200, d): position-1 features
+prior = numpyro.infer.Predictive(click_model, num_samples=500)(jax.random.key(0), x0)
+p_click = jax.nn.sigmoid(prior["theta"] @ x0.T)  # (500 prior draws, 200 lists)
+fig, ax = plt.subplots(figsize=(5, 3), constrained_layout=True)
+ax.hist(np.asarray(p_click).ravel(), bins=40, color="0.6")
+ax.set(xlabel="click probability", ylabel="count", title="prior predictive, position 1")
+plt.show()"""),
+    md("""\
+## RankTS driven by NUTS
+
+`br.NumPyroModel(click_model, link="logistic", reward_support="binary", ...)` wraps the
+model: `link` tells the policy how to score items from a draw of `theta`,
+`reward_support` checks that rewards are 0/1, `n_max` sizes the per-position data
+buffer, and `num_warmup` / `steps_per_round` set the sampler's work (warm-up re-runs
+on a geometric schedule as data grow). The loop is the same as with the conjugate
+model; the first `select()` compiles the sampler."""),
+    code("""\
+model = br.NumPyroModel(click_model, link="logistic", reward_support="binary",
+                        n_max=T, num_warmup=100, steps_per_round=3)
+policy = br.RankTS(model=model, items=env.items, w=env.w, seed=0)
+
+key = jax.random.key(1)
+regret, clicks = np.zeros(T), np.zeros(T)
+for t in range(T):
+    shown = policy.select()
+    rewards = env.sample(jax.random.fold_in(key, t), shown)  # 0/1 per position
+    policy.update(shown, rewards)
+    regret[t], clicks[t] = env.regret(shown), rewards.sum()
+print(policy, "| last list:", shown, "| best:", best)"""),
+    code("""\
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), constrained_layout=True)
+win = 20
+c = plots.color_for("RankTS-NUTS")
+smooth = np.convolve(regret, np.ones(win) / win, "valid")
+axes[0].plot(np.arange(win, T + 1), smooth, color=c)
+axes[0].set(xlabel="round", ylabel=f"pseudo-regret ({win}-round average)",
+            title="RankTS with the hierarchical model")
+axes[1].plot(np.arange(1, T + 1), np.cumsum(clicks) / np.arange(1, T + 1), color=c,
+             label="clicks per page view")
+axes[1].axhline(float(best_value), color="k", ls="--", label="best list (expected)")
+axes[1].set(xlabel="round", ylabel="running mean")
+axes[1].legend(frameon=False)
+plt.show()"""),
+    md("""\
+## Sampler health during the run
+
+The in-loop chains keep running statistics: divergences, mean acceptance rate, leapfrog
+steps per transition, the current step size, whether a chain is still adapting."""),
+    code("""\
+health = model.diagnostics(policy.state.model)  # {name: (L,) array}
+pd.DataFrame({k: np.asarray(v) for k, v in health.items()},
+             index=pd.Index(range(1, env.L + 1), name="position"))"""),
+    md("""\
+## The posterior, with ArviZ
+
+`policy.posterior(l)` runs **fresh** NUTS chains on position `l`'s data and returns an
+ArviZ `DataTree` (posterior, sample_stats, log_likelihood, log_prior, observed_data).
+This is the check that the in-loop sampler's target is well behaved, with the
+standard diagnostics."""),
+    code("""\
+dt = policy.posterior(0, chains=CHAINS, draws=DRAWS, warmup=DRAWS)
+summary = az.summary(dt, var_names=["mu", "tau", "theta"])
+summary"""),
+    code("""\
+rhat = az.rhat(dt, var_names=["mu", "tau", "theta"])
+ess = az.ess(dt, var_names=["mu", "tau", "theta"], method="bulk")
+divergences = int(dt["sample_stats"]["diverging"].sum())
+print("max R-hat:", round(float(max(rhat[v].max() for v in rhat.data_vars)), 3))
+print("min bulk ESS:", int(min(ess[v].min() for v in ess.data_vars)),
+      f"of {CHAINS * DRAWS} draws")
+print("divergent transitions:", divergences)"""),
+    code("""\
+pc = az.plot_trace_dist(dt, var_names=["mu", "tau", "theta"], backend="matplotlib")
+plt.show()"""),
+    md("""\
+Forest plot of $\\theta^1$, one line per chain: chains that agree are what
+$\\hat R$ checks. Below it, the posterior means beside the true values; the intercept
+(the last coordinate, 1/2 in the generator) is the best determined, since every item
+has it."""),
+    code("""\
+pc = az.plot_forest(dt, var_names=["theta"], backend="matplotlib")
+plt.show()
+rows = [f"theta[{j}]" for j in range(env.d)]
+pd.DataFrame({"posterior mean": summary.loc[rows, "mean"].astype(float).values,
+              "true": np.asarray(env.theta[0])}, index=rows).round(3)"""),
+    md("""\
+## Notes
+
+* Swap in `br.BayesGLM(link="logistic")` (a plain Gaussian prior) or the ready-made
+  examples in `bayesrank.posteriors.models` (`student_t_glm`, `hierarchical_glm`) to
+  compare priors; `04_prior_sensitivity.ipynb` does that systematically.
+* `br.simulate` runs NUTS policies too (run by run, each run one compiled scan).
+* A policy with a user model can be saved (`policy.save`) when the model is a
+  module-level function; pass `model=` to `RankTS.load` to supply it otherwise."""),
+]
+
+
+# --------------------------------------------------------------------------- 03
+PAPER = [
+    md("""\
+# 3. Reproducing the paper at notebook scale
+
+The paper (*Ranking In Generalized Linear Bandits*) compares four algorithms on
+instances from its generator ($d = 10$, $L = 4$, $\\theta^l = (\\theta'_l/2, 1/2)$,
+$v_i = (v'_i, 1)$ with unit-norm $\\theta', v'$, $w_l \\sim U(-w_{max}, w_{max})$):
+
+* **RankTS** - Thompson sampling, conjugate Gaussian posterior per position,
+* **RankUCB** - UCB with the known neighbour weights $w$,
+* **GenRankUCB** - UCB that learns $w$ too (features $[v_j, v_i]$ in $2d$),
+* **Baseline** - one linear UCB per position that ignores the previous item.
+
+This notebook redoes **Figure 1** ($K = 100$, $\\max|w| = 0$ and $10$) and the
+**average response time table** at a scale that runs in about a minute. The full
+scale (T = 10,000 rounds, 100 runs, plus the appendix figures, the robustness
+study and the bound-tightness plots) is one command:
+
+```bash
+bayesrank reproduce all              # full scale: PNGs, NetCDF and report.md
+bayesrank reproduce figure1 --quick  # one part, small scale
+```
+
+or, from Python,
+`bayesrank.experiments.reproduce.reproduce("all", out="bayesrank-reproduce")`.
+Like the authors' experiments, the UCB policies here use the constant width
+$\\alpha = 1 + \\sqrt{\\log(2/\\delta)/2}$; `alpha=None` gives Lemma 1's width."""),
+    params("""\
+# Parameters. QUICK = True: T = 300 rounds x 4 runs (about a minute on 2 CPU cores).
+# QUICK = False: T = 2,000 x 20 runs; the paper used T = 10,000 x 100 runs.
+QUICK = True"""),
+    code("""\
+T, RUNS = (300, 4) if QUICK else (2000, 20)
+TIMING_ROUNDS = 30 if QUICK else 300
+SEED = 0"""),
+    code("""\
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+import bayesrank as br
+from bayesrank import plots
+from bayesrank.experiments.demo import paper_policies, summary_rows
+from bayesrank.experiments.reproduce import (
+    PAPER_TIMING_MS,
+    authors_alpha,
+    response_times,
+)
+
+ALPHA = authors_alpha()  # 1 + sqrt(log(2 / 0.1) / 2)
+print(f"alpha = {ALPHA:.3f}")"""),
+    md("""\
+## The four policies
+
+`paper_policies(env, alpha=...)` returns the paper's four algorithms as
+`{name: factory(seed)}`, the form `br.simulate` takes (each factory builds one run's
+policy). Nothing else is needed: the policies are told the items, `w` where they use
+it, and the user's last item `v0`."""),
+    code("""\
+env = br.RankingEnv.paper(seed=SEED, K=100, L=4, d=10, w_max=10.0)
+for name, factory in paper_policies(env, alpha=ALPHA).items():
+    print(f"{name:11s} -> {factory(0)!r}")"""),
+    md("""\
+## Figure 1
+
+Per-round pseudo-regret (expected reward of the best list minus that of the played
+list), mean over runs with a 10-90 % band. All runs of a policy are one compiled
+`lax.scan`, `vmap`ped over runs."""),
+    code("""\
+results = {}
+for w_max in (0.0, 10.0):
+    env = br.RankingEnv.paper(seed=SEED, K=100, L=4, d=10, w_max=w_max)
+    results[w_max] = br.simulate(env, paper_policies(env, alpha=ALPHA), T=T, runs=RUNS,
+                                 seed=SEED, progress=False)
+
+fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True, constrained_layout=True)
+for ax, (w_max, ds) in zip(axes, results.items()):
+    plots.regret_curves(ds, ax=ax, window=max(1, T // 50),
+                        title=f"K = 100, max|w| = {w_max:g}  ({RUNS} runs)")
+plt.show()"""),
+    code("""\
+tables = []
+for w_max, ds in results.items():
+    df = pd.DataFrame(summary_rows(ds)).set_index("policy")
+    df.insert(0, "max|w|", w_max)
+    tables.append(df)
+pd.concat(tables).round(2)"""),
+    md("""\
+What the paper reports, and what to look for here:
+
+* **max|w| = 0**: every algorithm converges. With $w = 0$ RankUCB and the baseline are
+  the same algorithm, and their curves coincide exactly (common random numbers).
+* **max|w| = 10**: the baseline, blind to the neighbour effect, settles on a wrong list
+  and keeps a large regret per round; RankTS, RankUCB and GenRankUCB keep learning
+  (GenRankUCB slowest: it also learns $w$, in twice the dimension).
+
+At this scale the curves have not flattened yet; `QUICK = False` or
+`bayesrank reproduce figure1` runs them longer."""),
+    md("""\
+## Average response time
+
+The paper's table: milliseconds per round (select + update) for $d = 10$, $L = 4$,
+measured on an AMD Ryzen 5 5600X. The authors build the layered graph and run a
+shortest-path search every round, which grows steeply with $K$. bayesrank decodes
+with an exact DP ($O(LK)$ for RankTS and the baseline, $O(LK^2)$ for the UCB bonuses).
+`response_times` times the class API the way an application would call it, one
+round at a time, after a warm-up. Timings depend on the machine (and on what else
+runs on it)."""),
+    code("""\
+rows = []
+for K in (10, 100):
+    ours = response_times(K, rounds=TIMING_ROUNDS, seed=SEED)
+    for name, ms in ours.items():
+        paper = PAPER_TIMING_MS[(name, K)]
+        rows.append({"algorithm": name, "K": K, "paper ART (ms)": paper,
+                     "bayesrank ART (ms)": ms, "speed-up": paper / ms})
+timing = pd.DataFrame(rows).set_index(["algorithm", "K"])
+timing.round(2)"""),
+    code("""\
+fig, ax = plt.subplots(figsize=(8.5, 3.6), constrained_layout=True)
+names = list(dict.fromkeys(timing.index.get_level_values("algorithm")))
+x = np.arange(len(names))
+for k, (K, hatch) in enumerate(((10, ""), (100, "//"))):
+    sub = timing.xs(K, level="K").loc[names]
+    ax.bar(x + (k - 0.5) * 0.4 - 0.1, sub["paper ART (ms)"], 0.2, color="0.7",
+           hatch=hatch, label=f"paper, K={K}")
+    ax.bar(x + (k - 0.5) * 0.4 + 0.1, sub["bayesrank ART (ms)"], 0.2,
+           color=[plots.color_for(n) for n in names], hatch=hatch,
+           label=f"bayesrank, K={K}")
+ax.set_yscale("log")
+ax.set_xticks(x, names)
+ax.set_ylabel("ms per round (log)")
+ax.set_title("Average response time: the paper's table and this machine")
+ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+plt.show()"""),
+    md("""\
+## Vectorised experiments
+
+The response time above is for one interactive round. In experiments, `br.simulate`
+amortises everything: the time per round and run, compilation included, of the
+Figure 1 simulations:"""),
+    code("""\
+for w_max, ds in results.items():
+    per = 1e3 * ds["seconds"] / (T * RUNS)
+    print(f"max|w| = {w_max:4g}:", {str(p): round(float(v), 3)
+                                    for p, v in zip(ds["policy"].values, per.values)},
+          "ms per round per run")"""),
+    md("""\
+## Full scale
+
+```bash
+bayesrank reproduce all --out bayesrank-reproduce   # T = 10,000, 100 runs
+```
+
+writes one PNG and one NetCDF file per panel (`xarray.open_dataset` reads them back),
+`timing.md` and a `report.md` that sets each result beside the paper's. Parts can be
+run alone: `figure1`, `appendix`, `robustness`, `nonlinear`, `timing`, `tightness`."""),
+]
+
+
 # --------------------------------------------------------------------------- 04
 SENSITIVITY = [
     md("""\
@@ -547,337 +883,6 @@ plt.show()"""),
 Every timed pair also returned the same value. The tests (`tests/test_graph.py`,
 `tests/test_decode.py`) check the same agreement, with brute force, over many random
 instances, masks and repeated-item constraints."""),
-]
-# --------------------------------------------------------------------------- 02
-CUSTOM = [
-    md("""\
-# 2. Your own NumPyro model: logistic clicks, a hierarchical prior, NUTS
-
-Rewards are often **clicks** (0/1), not Gaussian ratings. The paper's GLM version puts
-a link on each position: $P(\\text{click at } l) = \\sigma(\\langle \\theta^l, v_{a^l} +
-w_l v_{a^{l-1}} \\rangle)$. There is no conjugate posterior any more, so bayesrank
-samples it with **NUTS** (NumPyro), warm-started from round to round inside the
-compiled policy: a few NUTS transitions per round, no recompilation as data arrive.
-
-You can bring **your own NumPyro model** for a position. The contract
-(`bayesrank.posteriors.models`):
-
-* signature `model(x, y=None)`: `x` is `(n, p)` (the features of the super-arms shown at
-  this position), `y` the `(n,)` rewards;
-* a latent or deterministic site named `"theta"` of shape `(p,)`: the draw that
-  ranks the items;
-* observations inside `numpyro.plate("obs", n)` (bayesrank pads the data to a fixed
-  size and masks the padding on the observed site only).
-
-This notebook writes a **hierarchical prior within a position** (the coefficients
-share a learned mean and scale), runs `RankTS` on it, and checks the posterior with
-ArviZ: trace and forest plots, $\\hat R$, effective sample sizes, divergences."""),
-    params("""\
-# Parameters. QUICK = True: 200 rounds (about a minute with compilation).
-QUICK = True"""),
-    code("""\
-T = 200 if QUICK else 1000  # rounds
-CHAINS, DRAWS = (4, 300) if QUICK else (4, 1000)  # the fresh diagnostic NUTS run"""),
-    code("""\
-import arviz as az
-import jax
-import matplotlib.pyplot as plt
-import numpy as np
-import numpyro
-import numpyro.distributions as dist
-import pandas as pd
-
-import bayesrank as br
-from bayesrank import plots"""),
-    md("""\
-## Clicks from the paper's generator
-
-`link="logistic"` makes the environment's rewards Bernoulli clicks with
-probability $\\sigma(\\cdot)$."""),
-    code("""\
-env = br.RankingEnv.paper(seed=3, K=20, L=3, d=4, w_max=1.0, link="logistic")
-best, best_value = env.best()
-print(env)
-print("best list:", best)
-print("click probabilities:", np.round(env.position_means(best), 3))"""),
-    md("""\
-## The model
-
-Non-centred hierarchical prior: $\\mu \\sim N(0, 1)$,
-$\\tau \\sim \\text{HalfNormal}(1)$, $z_j \\sim N(0, 1)$, $\\theta = \\mu + \\tau z$ (a deterministic site). The non-centred
-form avoids the funnel NUTS struggles with when there are few data. Every position
-gets its own $\\mu, \\tau$ and its own chain."""),
-    code("""\
-def click_model(x, y=None):
-    p = x.shape[-1]
-    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
-    tau = numpyro.sample("tau", dist.HalfNormal(1.0))
-    z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([p]).to_event(1))
-    theta = numpyro.deterministic("theta", mu + tau * z)
-    with numpyro.plate("obs", x.shape[0]):
-        numpyro.sample("y", dist.Bernoulli(logits=x @ theta), obs=y)"""),
-    md("""\
-**Prior predictive check** before any data: the click probabilities this prior
-implies for the super-arms of random lists. A prior that put everything near 0 or 1
-would make the first rounds of Thompson sampling erratic."""),
-    code("""\
-rng = np.random.default_rng(0)
-lists = rng.integers(0, env.K, size=(200, env.L))
-x0 = np.asarray(env.features(lists))[:, 0, :]  # (200, d): position-1 features
-prior = numpyro.infer.Predictive(click_model, num_samples=500)(jax.random.key(0), x0)
-p_click = jax.nn.sigmoid(prior["theta"] @ x0.T)  # (500 prior draws, 200 lists)
-fig, ax = plt.subplots(figsize=(5, 3), constrained_layout=True)
-ax.hist(np.asarray(p_click).ravel(), bins=40, color="0.6")
-ax.set(xlabel="click probability", ylabel="count", title="prior predictive, position 1")
-plt.show()"""),
-    md("""\
-## RankTS driven by NUTS
-
-`br.NumPyroModel(click_model, link="logistic", reward_support="binary", ...)` wraps the
-model: `link` tells the policy how to score items from a draw of `theta`,
-`reward_support` checks that rewards are 0/1, `n_max` sizes the per-position data
-buffer, and `num_warmup` / `steps_per_round` set the sampler's work (warm-up re-runs
-on a geometric schedule as data grow). The loop is the same as with the conjugate
-model; the first `select()` compiles the sampler."""),
-    code("""\
-model = br.NumPyroModel(click_model, link="logistic", reward_support="binary",
-                        n_max=T, num_warmup=100, steps_per_round=3)
-policy = br.RankTS(model=model, items=env.items, w=env.w, seed=0)
-
-key = jax.random.key(1)
-regret, clicks = np.zeros(T), np.zeros(T)
-for t in range(T):
-    shown = policy.select()
-    rewards = env.sample(jax.random.fold_in(key, t), shown)  # 0/1 per position
-    policy.update(shown, rewards)
-    regret[t], clicks[t] = env.regret(shown), rewards.sum()
-print(policy, "| last list:", shown, "| best:", best)"""),
-    code("""\
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.5), constrained_layout=True)
-win = 20
-c = plots.color_for("RankTS-NUTS")
-smooth = np.convolve(regret, np.ones(win) / win, "valid")
-axes[0].plot(np.arange(win, T + 1), smooth, color=c)
-axes[0].set(xlabel="round", ylabel=f"pseudo-regret ({win}-round average)",
-            title="RankTS with the hierarchical model")
-axes[1].plot(np.arange(1, T + 1), np.cumsum(clicks) / np.arange(1, T + 1), color=c,
-             label="clicks per page view")
-axes[1].axhline(float(best_value), color="k", ls="--", label="best list (expected)")
-axes[1].set(xlabel="round", ylabel="running mean")
-axes[1].legend(frameon=False)
-plt.show()"""),
-    md("""\
-## Sampler health during the run
-
-The in-loop chains keep running statistics: divergences, mean acceptance rate, leapfrog
-steps per transition, the current step size, whether a chain is still adapting."""),
-    code("""\
-health = model.diagnostics(policy.state.model)  # {name: (L,) array}
-pd.DataFrame({k: np.asarray(v) for k, v in health.items()},
-             index=pd.Index(range(1, env.L + 1), name="position"))"""),
-    md("""\
-## The posterior, with ArviZ
-
-`policy.posterior(l)` runs **fresh** NUTS chains on position `l`'s data and returns an
-ArviZ `DataTree` (posterior, sample_stats, log_likelihood, log_prior, observed_data).
-This is the check that the in-loop sampler's target is well behaved, with the
-standard diagnostics."""),
-    code("""\
-dt = policy.posterior(0, chains=CHAINS, draws=DRAWS, warmup=DRAWS)
-summary = az.summary(dt, var_names=["mu", "tau", "theta"])
-summary"""),
-    code("""\
-rhat = az.rhat(dt, var_names=["mu", "tau", "theta"])
-ess = az.ess(dt, var_names=["mu", "tau", "theta"], method="bulk")
-divergences = int(dt["sample_stats"]["diverging"].sum())
-print("max R-hat:", round(float(max(rhat[v].max() for v in rhat.data_vars)), 3))
-print("min bulk ESS:", int(min(ess[v].min() for v in ess.data_vars)),
-      f"of {CHAINS * DRAWS} draws")
-print("divergent transitions:", divergences)"""),
-    code("""\
-pc = az.plot_trace_dist(dt, var_names=["mu", "tau", "theta"], backend="matplotlib")
-plt.show()"""),
-    md("""\
-Forest plot of $\\theta^1$, one line per chain: chains that agree are what
-$\\hat R$ checks. Below it, the posterior means beside the true values; the intercept
-(the last coordinate, 1/2 in the generator) is the best determined, since every item
-has it."""),
-    code("""\
-pc = az.plot_forest(dt, var_names=["theta"], backend="matplotlib")
-plt.show()
-rows = [f"theta[{j}]" for j in range(env.d)]
-pd.DataFrame({"posterior mean": summary.loc[rows, "mean"].astype(float).values,
-              "true": np.asarray(env.theta[0])}, index=rows).round(3)"""),
-    md("""\
-## Notes
-
-* Swap in `br.BayesGLM(link="logistic")` (a plain Gaussian prior) or the ready-made
-  examples in `bayesrank.posteriors.models` (`student_t_glm`, `hierarchical_glm`) to
-  compare priors; `04_prior_sensitivity.ipynb` does that systematically.
-* `br.simulate` runs NUTS policies too (run by run, each run one compiled scan).
-* A policy with a user model can be saved (`policy.save`) when the model is a
-  module-level function; pass `model=` to `RankTS.load` to supply it otherwise."""),
-]
-
-
-# --------------------------------------------------------------------------- 03
-PAPER = [
-    md("""\
-# 3. Reproducing the paper at notebook scale
-
-The paper (*Ranking In Generalized Linear Bandits*) compares four algorithms on
-instances from its generator ($d = 10$, $L = 4$, $\\theta^l = (\\theta'_l/2, 1/2)$,
-$v_i = (v'_i, 1)$ with unit-norm $\\theta', v'$, $w_l \\sim U(-w_{max}, w_{max})$):
-
-* **RankTS** - Thompson sampling, conjugate Gaussian posterior per position,
-* **RankUCB** - UCB with the known neighbour weights $w$,
-* **GenRankUCB** - UCB that learns $w$ too (features $[v_j, v_i]$ in $2d$),
-* **Baseline** - one linear UCB per position that ignores the previous item.
-
-This notebook redoes **Figure 1** ($K = 100$, $\\max|w| = 0$ and $10$) and the
-**average response time table** at a scale that runs in about a minute. The full
-scale (T = 10,000 rounds, 100 runs, plus the appendix figures, the robustness
-study and the bound-tightness plots) is one command:
-
-```bash
-bayesrank reproduce all              # full scale: PNGs, NetCDF and report.md
-bayesrank reproduce figure1 --quick  # one part, small scale
-```
-
-or, from Python,
-`bayesrank.experiments.reproduce.reproduce("all", out="bayesrank-reproduce")`.
-Like the authors' experiments, the UCB policies here use the constant width
-$\\alpha = 1 + \\sqrt{\\log(2/\\delta)/2}$; `alpha=None` gives Lemma 1's width."""),
-    params("""\
-# Parameters. QUICK = True: T = 300 rounds x 4 runs (about a minute on 2 CPU cores).
-# QUICK = False: T = 2,000 x 20 runs; the paper used T = 10,000 x 100 runs.
-QUICK = True"""),
-    code("""\
-T, RUNS = (300, 4) if QUICK else (2000, 20)
-TIMING_ROUNDS = 30 if QUICK else 300
-SEED = 0"""),
-    code("""\
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-
-import bayesrank as br
-from bayesrank import plots
-from bayesrank.experiments.demo import paper_policies, summary_rows
-from bayesrank.experiments.reproduce import (
-    PAPER_TIMING_MS,
-    authors_alpha,
-    response_times,
-)
-
-ALPHA = authors_alpha()  # 1 + sqrt(log(2 / 0.1) / 2)
-print(f"alpha = {ALPHA:.3f}")"""),
-    md("""\
-## The four policies
-
-`paper_policies(env, alpha=...)` returns the paper's four algorithms as
-`{name: factory(seed)}`, the form `br.simulate` takes (each factory builds one run's
-policy). Nothing else is needed: the policies are told the items, `w` where they use
-it, and the user's last item `v0`."""),
-    code("""\
-env = br.RankingEnv.paper(seed=SEED, K=100, L=4, d=10, w_max=10.0)
-for name, factory in paper_policies(env, alpha=ALPHA).items():
-    print(f"{name:11s} -> {factory(0)!r}")"""),
-    md("""\
-## Figure 1
-
-Per-round pseudo-regret (expected reward of the best list minus that of the played
-list), mean over runs with a 10-90 % band. All runs of a policy are one compiled
-`lax.scan`, `vmap`ped over runs."""),
-    code("""\
-results = {}
-for w_max in (0.0, 10.0):
-    env = br.RankingEnv.paper(seed=SEED, K=100, L=4, d=10, w_max=w_max)
-    results[w_max] = br.simulate(env, paper_policies(env, alpha=ALPHA), T=T, runs=RUNS,
-                                 seed=SEED, progress=False)
-
-fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True, constrained_layout=True)
-for ax, (w_max, ds) in zip(axes, results.items()):
-    plots.regret_curves(ds, ax=ax, window=max(1, T // 50),
-                        title=f"K = 100, max|w| = {w_max:g}  ({RUNS} runs)")
-plt.show()"""),
-    code("""\
-tables = []
-for w_max, ds in results.items():
-    df = pd.DataFrame(summary_rows(ds)).set_index("policy")
-    df.insert(0, "max|w|", w_max)
-    tables.append(df)
-pd.concat(tables).round(2)"""),
-    md("""\
-What the paper reports, and what to look for here:
-
-* **max|w| = 0**: every algorithm converges. With $w = 0$ RankUCB and the baseline are
-  the same algorithm, and their curves coincide exactly (common random numbers).
-* **max|w| = 10**: the baseline, blind to the neighbour effect, settles on a wrong list
-  and keeps a large regret per round; RankTS, RankUCB and GenRankUCB keep learning
-  (GenRankUCB slowest: it also learns $w$, in twice the dimension).
-
-At this scale the curves have not flattened yet; `QUICK = False` or
-`bayesrank reproduce figure1` runs them longer."""),
-    md("""\
-## Average response time
-
-The paper's table: milliseconds per round (select + update) for $d = 10$, $L = 4$,
-measured on an AMD Ryzen 5 5600X. The authors build the layered graph and run a
-shortest-path search every round, which grows steeply with $K$. bayesrank decodes
-with an exact DP ($O(LK)$ for RankTS and the baseline, $O(LK^2)$ for the UCB bonuses).
-`response_times` times the class API the way an application would call it, one
-round at a time, after a warm-up. Timings depend on the machine (and on what else
-runs on it)."""),
-    code("""\
-rows = []
-for K in (10, 100):
-    ours = response_times(K, rounds=TIMING_ROUNDS, seed=SEED)
-    for name, ms in ours.items():
-        paper = PAPER_TIMING_MS[(name, K)]
-        rows.append({"algorithm": name, "K": K, "paper ART (ms)": paper,
-                     "bayesrank ART (ms)": ms, "speed-up": paper / ms})
-timing = pd.DataFrame(rows).set_index(["algorithm", "K"])
-timing.round(2)"""),
-    code("""\
-fig, ax = plt.subplots(figsize=(8.5, 3.6), constrained_layout=True)
-names = list(dict.fromkeys(timing.index.get_level_values("algorithm")))
-x = np.arange(len(names))
-for k, (K, hatch) in enumerate(((10, ""), (100, "//"))):
-    sub = timing.xs(K, level="K").loc[names]
-    ax.bar(x + (k - 0.5) * 0.4 - 0.1, sub["paper ART (ms)"], 0.2, color="0.7",
-           hatch=hatch, label=f"paper, K={K}")
-    ax.bar(x + (k - 0.5) * 0.4 + 0.1, sub["bayesrank ART (ms)"], 0.2,
-           color=[plots.color_for(n) for n in names], hatch=hatch,
-           label=f"bayesrank, K={K}")
-ax.set_yscale("log")
-ax.set_xticks(x, names)
-ax.set_ylabel("ms per round (log)")
-ax.set_title("Average response time: the paper's table and this machine")
-ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-plt.show()"""),
-    md("""\
-## Vectorised experiments
-
-The response time above is for one interactive round. In experiments, `br.simulate`
-amortises everything: the time per round and run, compilation included, of the
-Figure 1 simulations:"""),
-    code("""\
-for w_max, ds in results.items():
-    per = 1e3 * ds["seconds"] / (T * RUNS)
-    print(f"max|w| = {w_max:4g}:", {str(p): round(float(v), 3)
-                                    for p, v in zip(ds["policy"].values, per.values)},
-          "ms per round per run")"""),
-    md("""\
-## Full scale
-
-```bash
-bayesrank reproduce all --out bayesrank-reproduce   # T = 10,000, 100 runs
-```
-
-writes one PNG and one NetCDF file per panel (`xarray.open_dataset` reads them back),
-`timing.md` and a `report.md` that sets each result beside the paper's. Parts can be
-run alone: `figure1`, `appendix`, `robustness`, `nonlinear`, `timing`, `tightness`."""),
 ]
 
 

@@ -13,6 +13,7 @@ assume.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -187,7 +188,10 @@ def _tightness(out, scale, seed, report, quick):
     report.append("## Bound tightness (K = 10, max|w| = 10, Lemma 1 width)\n")
     for name, fn in (("RankUCB", bounds.rank_ucb_bound), ("GenRankUCB", bounds.gen_rank_ucb_bound),
                      ("RankTS", bounds.rank_ts_bound)):
-        b = fn(t, **consts)
+        accepted = inspect.signature(fn).parameters
+        kwargs = {k: v for k, v in {**consts, "lam": 1.0, "delta": 0.1}.items()
+                  if k in accepted}
+        b = np.asarray(fn(t, **kwargs))
         fig = plots.tightness(ds, {f"{name} bound": b}, policy=name,
                               title=f"{name}: cumulative regret vs its bound")
         plots.save(fig, out / f"tightness_{name}.png")

@@ -108,8 +108,6 @@ def simulate(
         >>> ds.regret.dims
         ('policy', 'run', 'round')
     """
-    from tqdm.auto import tqdm
-
     if not isinstance(policies, Mapping) or not policies:
         raise ValueError("policies: expected a non-empty {name: factory(seed)} mapping")
     for name, fac in policies.items():
@@ -147,7 +145,12 @@ def simulate(
         size = chunk_runs or (runs if vm else 1)
         fn = jax.jit(jax.vmap(run)) if vm else jax.jit(run)
         chunks = range(0, runs, size)
-        bar = tqdm(chunks, desc=name, unit="chunk", disable=not progress, leave=False)
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(chunks, desc=name, unit="chunk", leave=False)
+        else:
+            bar = chunks
         for c0 in bar:
             idx = range(c0, min(c0 + size, runs))
             pols = [first if r == 0 else policies[name](policy_seed(seed, r)) for r in idx]
