@@ -136,14 +136,18 @@ def logdet_ratio_bound(T, *, d: int, lam: float, M: float) -> np.ndarray:
     return d * np.log1p(t * M**2 / (d * lam))
 
 
-def _ucb_bound(t, L, d, lam, c1, c2, beta_sqrt, M, coef):
-    """coef * (c2/c1) * L * sqrt(d T beta_T log(1 + T M^2 / (d lam)))."""
-    return (
-        coef
-        * (c2 / c1)
-        * L
-        * np.sqrt(d * t * beta_sqrt**2 * np.log1p(t * M**2 / (d * lam)))
-    )
+def _ucb_args(T, L, d, lam, delta, c1, c2):
+    """The checks shared by the UCB bounds: (t, L, d, lam, delta, c1, c2)."""
+    t = _horizon(T)
+    L, d = _int(L, "L"), _int(d, "d")
+    lam, delta = _pos(lam, "lam"), _delta(delta)
+    c1, c2 = _pos(c1, "c1"), _pos(c2, "c2")
+    return t, L, d, lam, delta, c1, c2
+
+
+def _ucb_bound(t, L, d, c1, c2, beta_sqrt, log_term, coef):
+    """coef * (c2/c1) * L * sqrt(d T beta_T log_term)."""
+    return coef * (c2 / c1) * L * np.sqrt(d * t * beta_sqrt**2 * log_term)
 
 
 # ------------------------------------------------------------------------ Theorem 1
@@ -163,7 +167,8 @@ def rank_ucb_bound(
 ) -> np.ndarray:
     """Theorem 1: the regret of RankUCB (probability >= 1 - delta).
 
-    ``R_T <= 2 sqrt(2) (c2/c1) L sqrt(d T beta_T log(1 + T ((1 + w_max) m1)^2/(d lam)))``
+    ``R_T <= 2 sqrt(2) (c2/c1) L sqrt(d T beta_T log(1 + T ((1 + w_max) m1)^2
+    / (d lam)))``
     with ``sqrt(beta_T) = sqrt(lam) m2 + sqrt(2 log(1/delta) + log(det V_T/lam^d))``.
 
     Args:
@@ -180,16 +185,14 @@ def rank_ucb_bound(
     Returns:
         The bound, with T's shape.
     """
-    t = _horizon(T)
-    L, d = _int(L, "L"), _int(d, "d")
-    lam, delta = _pos(lam, "lam"), _delta(delta)
+    t, L, d, lam, delta, c1, c2 = _ucb_args(T, L, d, lam, delta, c1, c2)
     m1, m2 = _pos(m1, "m1", allow_zero=True), _pos(m2, "m2", allow_zero=True)
     w_max = _pos(w_max, "w_max", allow_zero=True)
-    c1, c2 = _pos(c1, "c1"), _pos(c2, "c2")
     M = (1.0 + w_max) * m1
-    r = _ratio(logdet_ratio, t, d * np.log1p(t * M**2 / (d * lam)))
+    log_term = np.log1p(t * M**2 / (d * lam))
+    r = _ratio(logdet_ratio, t, d * log_term)
     beta_sqrt = np.asarray(lemma1_width(r, lam=lam, delta=delta, m2=m2))
-    return _ucb_bound(t, L, d, lam, c1, c2, beta_sqrt, M, 2.0 * math.sqrt(2.0))
+    return _ucb_bound(t, L, d, c1, c2, beta_sqrt, log_term, 2.0 * math.sqrt(2.0))
 
 
 # ------------------------------------------------------------------------ Theorem 2
@@ -228,26 +231,19 @@ def gen_rank_ucb_bound(
         logdet_ratio: measured ``max_l log(det V~_T^l / lam^(2d))``; by default
             its deterministic bound.
     """
-    t = _horizon(T)
-    L, d = _int(L, "L"), _int(d, "d")
-    lam, delta = _pos(lam, "lam"), _delta(delta)
+    t, L, d, lam, delta, c1, c2 = _ucb_args(T, L, d, lam, delta, c1, c2)
     m2, m3 = _pos(m2, "m2", allow_zero=True), _pos(m3, "m3", allow_zero=True)
-    c1, c2 = _pos(c1, "c1"), _pos(c2, "c2")
     if m1 is None:
         M = 2.0 * m2
     else:
         M = math.sqrt(2.0) * _pos(m1, "m1", allow_zero=True)
-    r = _ratio(logdet_ratio, t, 2 * d * np.log1p(t * M**2 / (2 * d * lam)))
+    log_term = np.log1p(t * M**2 / (2 * d * lam))
+    r = _ratio(logdet_ratio, t, 2 * d * log_term)
     beta_sqrt = np.asarray(
         lemma1_width(r, lam=lam, delta=delta, m2=m2 * math.sqrt(1.0 + m3**2))
     )
     # 4 sqrt(d ...) log(1 + T M^2/(2 d lam)) = the printed form for M = 2 m2.
-    return (
-        4.0
-        * (c2 / c1)
-        * L
-        * np.sqrt(d * t * beta_sqrt**2 * np.log1p(t * M**2 / (2 * d * lam)))
-    )
+    return _ucb_bound(t, L, d, c1, c2, beta_sqrt, log_term, 4.0)
 
 
 # ------------------------------------------------------------------- RankTS theorem

@@ -9,20 +9,34 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
-FIGURES = ["figure1", "appendix", "robustness", "nonlinear", "timing", "tightness", "all"]
+FIGURES = [
+    "figure1",
+    "appendix",
+    "robustness",
+    "nonlinear",
+    "timing",
+    "tightness",
+    "all",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bayesrank",
-        description="Bayesian online learning-to-rank with neighbour-aware GLM bandits.",
+        description=(
+            "Bayesian online learning-to-rank with neighbour-aware GLM bandits."
+        ),
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    d = sub.add_parser("demo", help="compare RankTS, RankUCB, GenRankUCB and the baseline")
-    d.add_argument("--out", type=Path, default=Path("bayesrank-demo"), help="output folder")
+    d = sub.add_parser(
+        "demo", help="compare RankTS, RankUCB, GenRankUCB and the baseline"
+    )
+    d.add_argument(
+        "--out", type=Path, default=Path("bayesrank-demo"), help="output folder"
+    )
     d.add_argument("--K", type=int, default=100, help="number of items (default 100)")
     d.add_argument("--T", type=int, default=1000, help="rounds (default 1000)")
     d.add_argument("--runs", type=int, default=20, help="independent runs (default 20)")
@@ -30,9 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--quick", action="store_true", help="a tiny run (seconds)")
 
-    r = sub.add_parser("reproduce", help="reproduce the paper's figures and timing table")
-    r.add_argument("what", nargs="?", choices=FIGURES, default="all", help="which part (default all)")
-    r.add_argument("--quick", action="store_true", help="small scale: a couple of minutes")
+    r = sub.add_parser(
+        "reproduce", help="reproduce the paper's figures and timing table"
+    )
+    r.add_argument(
+        "what",
+        nargs="?",
+        choices=FIGURES,
+        default="all",
+        help="which part (default all)",
+    )
+    r.add_argument(
+        "--quick", action="store_true", help="small scale: a couple of minutes"
+    )
     r.add_argument("--out", type=Path, default=Path("bayesrank-reproduce"))
     r.add_argument("--seed", type=int, default=0)
 
@@ -41,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quick", action="store_true", help="shrink rounds and seeds")
     s.add_argument("--out", type=Path, default=None, help="output folder")
     s.add_argument("--executor", choices=["local", "dask"], default=None)
-    s.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
+    s.add_argument(
+        "--scheduler", default=None, help="address of a running Dask scheduler"
+    )
 
     b = sub.add_parser("bench", help="run the benchmarks and print their tables")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -56,8 +82,15 @@ def main(argv=None) -> int:
         if args.command == "demo":
             from bayesrank.experiments.demo import run_demo
 
-            run_demo(out=args.out, K=args.K, T=args.T, runs=args.runs, w_max=args.w_max,
-                     seed=args.seed, quick=args.quick)
+            run_demo(
+                out=args.out,
+                K=args.K,
+                T=args.T,
+                runs=args.runs,
+                w_max=args.w_max,
+                seed=args.seed,
+                quick=args.quick,
+            )
         elif args.command == "reproduce":
             from bayesrank.experiments.reproduce import reproduce
 
@@ -65,8 +98,13 @@ def main(argv=None) -> int:
         elif args.command == "sweep":
             from bayesrank.sensitivity.cli import run_sweep_cli
 
-            run_sweep_cli(args.config, quick=args.quick, out=args.out,
-                          executor=args.executor, scheduler=args.scheduler)
+            run_sweep_cli(
+                args.config,
+                quick=args.quick,
+                out=args.out,
+                executor=args.executor,
+                scheduler=args.scheduler,
+            )
         elif args.command == "bench":
             from bayesrank.experiments.bench import run_bench
 

@@ -40,7 +40,17 @@ def color_for(name: str) -> str:
 
 
 def trailing_mean(r, window: int):
-    """Mean over the last ``window`` rounds (fewer at the start), along the last axis."""
+    """Mean over the last ``window`` rounds (fewer at the start), along the last axis.
+
+    Raises:
+        ValueError: if ``window`` is not a positive integer.
+    """
+    if (
+        isinstance(window, bool)
+        or not isinstance(window, (int, np.integer))
+        or window < 1
+    ):
+        raise ValueError(f"window: expected a positive integer, got {window!r}")
     c = np.cumsum(r, axis=-1)
     out = c.copy()
     out[..., window:] = c[..., window:] - c[..., :-window]
@@ -57,8 +67,16 @@ def _style(ax, xlabel, ylabel, title):
     ax.spines[["top", "right"]].set_visible(False)
 
 
-def regret_curves(ds, *, ax=None, cumulative: bool = False, band: str = "quantile",
-                  window: int = 1, title: str | None = None, log_y: bool = False):
+def regret_curves(
+    ds,
+    *,
+    ax=None,
+    cumulative: bool = False,
+    band: str = "quantile",
+    window: int = 1,
+    title: str | None = None,
+    log_y: bool = False,
+):
     """Mean regret per round over runs, with a band, one line per policy.
 
     Args:
@@ -93,10 +111,17 @@ def regret_curves(ds, *, ax=None, cumulative: bool = False, band: str = "quantil
             ax.fill_between(rounds, lo, hi, color=c, alpha=0.15, linewidth=0)
         elif band == "se" and r.shape[0] > 1:
             se = r.std(axis=0, ddof=1) / np.sqrt(r.shape[0])
-            ax.fill_between(rounds, mean - 2 * se, mean + 2 * se, color=c, alpha=0.2, linewidth=0)
+            ax.fill_between(
+                rounds, mean - 2 * se, mean + 2 * se, color=c, alpha=0.2, linewidth=0
+            )
     if log_y:
         ax.set_yscale("log")
-    _style(ax, "round", "cumulative pseudo-regret" if cumulative else "pseudo-regret per round", title)
+    _style(
+        ax,
+        "round",
+        "cumulative pseudo-regret" if cumulative else "pseudo-regret per round",
+        title,
+    )
     ax.legend(frameon=False)
     return fig
 
@@ -119,8 +144,15 @@ def tightness(ds, bounds: dict, *, policy: str | None = None, ax=None, title=Non
     regret_curves(sub, ax=ax, cumulative=True, band="quantile")
     rounds = ds["round"].values + 1
     for i, (label, values) in enumerate(bounds.items()):
-        ax.plot(rounds, np.asarray(values), linestyle="--", color="k", alpha=0.8 - 0.2 * i,
-                label=label, linewidth=1.2)
+        ax.plot(
+            rounds,
+            np.asarray(values),
+            linestyle="--",
+            color="k",
+            alpha=max(0.2, 0.8 - 0.2 * i),
+            label=label,
+            linewidth=1.2,
+        )
     ax.set_yscale("log")
     _style(ax, "round", "cumulative regret", title)
     ax.legend(frameon=False)

@@ -21,8 +21,10 @@ def machine() -> str:
                     break
     except OSError:
         pass
-    return (f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"jax {jax.__version__} ({jax.default_backend()})")
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"jax {jax.__version__} ({jax.default_backend()})"
+    )
 
 
 def timeit(fn, *, repeat: int = 50, warmup: int = 3) -> float:
@@ -41,6 +43,11 @@ def table(rows: list[dict]) -> str:
     cols = list(rows[0])
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for r in rows:
-        out.append("| " + " | ".join(
-            f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |")
+        out.append(
+            "| "
+            + " | ".join(
+                f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in cols
+            )
+            + " |"
+        )
     return "\n".join(out)

@@ -112,7 +112,8 @@ def main() -> None:
     n_d = 10 if args.quick else 50
     t = median_time(lambda: decode.best_list(f_np, p_np, distinct=True), n_d)
     rep_items, _ = dense(first, pairs)
-    note = f"unconstrained best repeats an item: {len(set(np.asarray(rep_items).tolist())) < 4}"
+    repeats = len(set(np.asarray(rep_items).tolist())) < 4
+    note = f"unconstrained best repeats an item: {repeats}"
     rows.append(("distinct (best_list, host A*)", 100, 4, t, note))
     in_jit = jax.jit(lambda f, p: decode.decode_in_jit(f, p, distinct=True))
     t = median_time(lambda: in_jit(first, pairs), n_d)
@@ -120,7 +121,8 @@ def main() -> None:
 
     print("## Decoder timings\n")
     print(
-        f"- machine: {platform.platform()}; processor: {platform.processor() or 'n/a'}; "
+        f"- machine: {platform.platform()}; "
+        f"processor: {platform.processor() or 'n/a'}; "
         f"cpu count: {os.cpu_count()}; load average: {os.getloadavg()[0]:.2f}"
     )
     print(
@@ -141,7 +143,8 @@ def main() -> None:
         get("separable", 100_000),
     )
     print(
-        f"- dense K=100 L=4 < 200 us: {fmt(d100)} -> {'met' if d100 < 2e-4 else 'MISSED'}"
+        f"- dense K=100 L=4 < 200 us: {fmt(d100)} -> "
+        f"{'met' if d100 < 2e-4 else 'MISSED'}"
     )
     print(
         f"- >= 1000x faster than networkx at K=100: {nx100 / d100:,.0f}x -> "

@@ -51,10 +51,13 @@ def per_round(K: int, quick: bool) -> dict:
 
     cls_s = timeit(cls, repeat=200 if not quick else 50)
     paper = {10: 8.02, 100: PAPER_MS}.get(K)
-    return {"K": K, "jitted core select+update (us)": 1e6 * core_s,
-            "class API select+update (us)": 1e6 * cls_s,
-            "paper ART (ms)": paper if paper else "-",
-            "speed-up of core vs paper": paper / (1e3 * core_s) if paper else "-"}
+    return {
+        "K": K,
+        "jitted core select+update (us)": 1e6 * core_s,
+        "class API select+update (us)": 1e6 * cls_s,
+        "paper ART (ms)": paper if paper else "-",
+        "speed-up of core vs paper": paper / (1e3 * core_s) if paper else "-",
+    }
 
 
 def study(runs: int, T: int) -> dict:
@@ -72,9 +75,13 @@ def study(runs: int, T: int) -> dict:
     jax.block_until_ready(out)
     t_run = time.perf_counter() - t0
     final = float(np.asarray(out[0])[:, -100:].mean())
-    return {"runs x rounds": f"{runs} x {T}", "compile (s)": t_compile, "run (s)": t_run,
-            "us per round per run": 1e6 * t_run / (runs * T),
-            "final regret/round": final}
+    return {
+        "runs x rounds": f"{runs} x {T}",
+        "compile (s)": t_compile,
+        "run (s)": t_run,
+        "us per round per run": 1e6 * t_run / (runs * T),
+        "final regret/round": final,
+    }
 
 
 def nuts(T: int, quick: bool) -> list[dict]:
@@ -95,11 +102,16 @@ def nuts(T: int, quick: bool) -> list[dict]:
     out = compiled(pol.state, pol.key, noise_key(0, 0))
     jax.block_until_ready(out)
     t_run = time.perf_counter() - t0
-    rows = [{"NUTS RankTS (logistic, K=100, L=4, d=10)": f"{T} rounds",
-             "compile (s)": t_compile, "run (s)": t_run,
-             "ms per round": 1e3 * t_run / T,
-             "regret/round, first 100": float(np.asarray(out[0])[:100].mean()),
-             "regret/round, last 100": float(np.asarray(out[0])[-100:].mean())}]
+    rows = [
+        {
+            "NUTS RankTS (logistic, K=100, L=4, d=10)": f"{T} rounds",
+            "compile (s)": t_compile,
+            "run (s)": t_run,
+            "ms per round": 1e3 * t_run / T,
+            "regret/round, first 100": float(np.asarray(out[0])[:100].mean()),
+            "regret/round, last 100": float(np.asarray(out[0])[-100:].mean()),
+        }
+    ]
     # diagnostics of the final posteriors: replay the run through the class API
     if not quick:
         lists = []
@@ -121,12 +133,20 @@ def nuts(T: int, quick: bool) -> list[dict]:
             rh = float(np.max(az.rhat(dt)["theta"].values))
             ess = float(np.min(az.ess(dt, method="bulk")["theta"].values))
             lists.append({"position": pos, "max R-hat": rh, "min bulk ESS": ess})
-        rows.append({"NUTS RankTS (logistic, K=100, L=4, d=10)": "final posteriors",
-                     "compile (s)": "", "run (s)": "", "ms per round": "",
-                     "regret/round, first 100": "",
-                     "regret/round, last 100": "; ".join(
-                         f"pos {x['position']}: R-hat {x['max R-hat']:.3f}, "
-                         f"ESS {x['min bulk ESS']:.0f}" for x in lists)})
+        rows.append(
+            {
+                "NUTS RankTS (logistic, K=100, L=4, d=10)": "final posteriors",
+                "compile (s)": "",
+                "run (s)": "",
+                "ms per round": "",
+                "regret/round, first 100": "",
+                "regret/round, last 100": "; ".join(
+                    f"pos {x['position']}: R-hat {x['max R-hat']:.3f}, "
+                    f"ESS {x['min bulk ESS']:.0f}"
+                    for x in lists
+                ),
+            }
+        )
     return rows
 
 

@@ -30,11 +30,17 @@ def timed(env, policies, T, runs):
     rows = []
     for name in ds["policy"].values:
         s = float(ds["seconds"].sel(policy=name))
-        rows.append({"policy": str(name), "runs x rounds": f"{runs} x {T}",
-                     "seconds (incl. compile)": s,
-                     "round-runs per second": runs * T / s,
-                     "final regret/round": float(
-                         ds["regret"].sel(policy=name).isel(round=slice(-100, None)).mean())})
+        rows.append(
+            {
+                "policy": str(name),
+                "runs x rounds": f"{runs} x {T}",
+                "seconds (incl. compile)": s,
+                "round-runs per second": runs * T / s,
+                "final regret/round": float(
+                    ds["regret"].sel(policy=name).isel(round=slice(-100, None)).mean()
+                ),
+            }
+        )
     return rows, wall
 
 
@@ -56,11 +62,15 @@ def main(argv=None) -> None:
     print(f"\ntotal: {wall:.1f} s")
     if args.full:
         total = 0.0
-        print("\n### Full Figure 1 study: both panels, 100 runs x 10,000 rounds "
-              "(target < 10 min)\n")
+        print(
+            "\n### Full Figure 1 study: both panels, 100 runs x 10,000 rounds "
+            "(target < 10 min)\n"
+        )
         for w_max in (0.0, 10.0):
             env = br.RankingEnv.paper(seed=0, K=100, L=4, d=10, w_max=w_max)
-            rows, wall = timed(env, paper_policies(env, alpha=authors_alpha()), 10_000, 100)
+            rows, wall = timed(
+                env, paper_policies(env, alpha=authors_alpha()), 10_000, 100
+            )
             for r in rows:
                 r["max|w|"] = w_max
             print(table(rows))

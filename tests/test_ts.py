@@ -1,4 +1,4 @@
-"""RankTS: the policy loop, convergence on the paper instance, persistence, bad input."""
+"""RankTS: the loop, convergence on the paper instance, persistence, bad input."""
 
 import jax
 import jax.numpy as jnp
@@ -40,10 +40,12 @@ def test_select_returns_the_best_list_under_the_draw(env):
     ts = RankTS(items=env.items, w=env.w, seed=3)
     items = ts.select()
     first, pairs = ts.scores()
-    best, value = br.best_list(np.asarray(first), np.asarray(pairs))
+    _, value = br.best_list(np.asarray(first), np.asarray(pairs))
     np.testing.assert_allclose(float(ts._last.value), float(value), rtol=1e-10)
     # the chosen list attains the optimum of its own scores
-    tot = first[items[0]] + sum(pairs[l - 1, items[l - 1], items[l]] for l in range(1, 4))
+    tot = first[items[0]] + sum(
+        pairs[l - 1, items[l - 1], items[l]] for l in range(1, 4)
+    )
     np.testing.assert_allclose(float(tot), float(value), rtol=1e-10)
 
 
@@ -56,7 +58,9 @@ def test_batch_update_equals_sequential(env):
     a.update(lists, rewards)
     for it, r in zip(lists, rewards):
         b.update(it, r)
-    for x, y in zip(jax.tree_util.tree_leaves(a.state), jax.tree_util.tree_leaves(b.state)):
+    for x, y in zip(
+        jax.tree_util.tree_leaves(a.state), jax.tree_util.tree_leaves(b.state)
+    ):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(a.select(), b.select())
 
@@ -131,8 +135,12 @@ def test_window_model_learns():
     rng = np.random.default_rng(1)
     W = rng.uniform(-3, 3, size=(4, 2))
     env = br.RankingEnv(base.items, base.theta, W)
-    reg = _mean_final_regret(env, lambda s: RankTS(items=env.items, w=W, seed=s), T=1000)
-    reg_w0 = _mean_final_regret(env, lambda s: RankTS(items=env.items, L=4, seed=s), T=1000)
+    reg = _mean_final_regret(
+        env, lambda s: RankTS(items=env.items, w=W, seed=s), T=1000
+    )
+    reg_w0 = _mean_final_regret(
+        env, lambda s: RankTS(items=env.items, L=4, seed=s), T=1000
+    )
     assert reg < 0.2
     assert reg < 0.25 * reg_w0
 
@@ -150,7 +158,7 @@ def test_core_jits_and_vmaps(env):
     items, values = jax.jit(jax.vmap(one))(keys)
     assert items.shape == (5, env.L) and np.isfinite(np.asarray(values)).all()
     for i in range(5):
-        it, v = one(keys[i])
+        it, _ = one(keys[i])
         np.testing.assert_array_equal(np.asarray(items[i]), np.asarray(it))
 
 

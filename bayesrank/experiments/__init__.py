@@ -2,4 +2,4 @@
 
 from bayesrank.experiments.simulate import noise_key, policy_seed, simulate
 
-__all__ = ["simulate", "policy_seed", "noise_key"]
+__all__ = ["noise_key", "policy_seed", "simulate"]

@@ -6,7 +6,7 @@ import runpy
 import sys
 from pathlib import Path
 
-__all__ = ["run_bench", "benchmark_dir"]
+__all__ = ["benchmark_dir", "run_bench"]
 
 
 def benchmark_dir() -> Path:
@@ -23,11 +23,15 @@ def benchmark_dir() -> Path:
 def run_bench(which=(), quick: bool = False) -> None:
     """Run the named benchmarks (file stems, e.g. 'decode'), or all of them."""
     folder = benchmark_dir()
-    scripts = {p.stem: p for p in sorted(folder.glob("*.py")) if not p.stem.startswith("_")}
+    scripts = {
+        p.stem: p for p in sorted(folder.glob("*.py")) if not p.stem.startswith("_")
+    }
     names = list(which) or list(scripts)
     unknown = [n for n in names if n not in scripts]
     if unknown:
-        raise ValueError(f"which: unknown benchmark(s) {unknown}; expected some of {sorted(scripts)}")
+        raise ValueError(
+            f"which: unknown benchmark(s) {unknown}; expected some of {sorted(scripts)}"
+        )
     for name in names:
         print(f"\n## benchmarks/{name}.py\n", flush=True)
         argv = sys.argv

@@ -1,4 +1,4 @@
-"""``bayesrank demo``: RankTS, RankUCB, GenRankUCB and the baseline on a paper instance."""
+"""``bayesrank demo``: RankTS, RankUCB, GenRankUCB and the baseline, paper instance."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run_demo", "paper_policies", "summary_rows", "authors_alpha"]
+__all__ = ["authors_alpha", "paper_policies", "run_demo", "summary_rows"]
 
 
 def authors_alpha(delta: float = 0.1) -> float:
@@ -26,13 +26,18 @@ def paper_policies(env, *, lam: float = 1.0, delta: float = 0.1, alpha=None):
 
     V, w, v0, L = env.items, env.w, env.v0, env.L
     return {
-        "RankTS": lambda s: br.RankTS(model=br.GaussianLinear(), items=V, w=w, v0=v0, seed=s),
-        "RankUCB": lambda s: br.RankUCB(items=V, w=w, v0=v0, lam=lam, delta=delta,
-                                        alpha=alpha, seed=s),
-        "GenRankUCB": lambda s: br.GenRankUCB(items=V, L=L, v0=v0, lam=lam, delta=delta,
-                                              alpha=alpha, seed=s),
-        "Baseline": lambda s: br.RankedBaseline(items=V, L=L, v0=v0, lam=lam, delta=delta,
-                                                alpha=alpha, seed=s),
+        "RankTS": lambda s: br.RankTS(
+            model=br.GaussianLinear(), items=V, w=w, v0=v0, seed=s
+        ),
+        "RankUCB": lambda s: br.RankUCB(
+            items=V, w=w, v0=v0, lam=lam, delta=delta, alpha=alpha, seed=s
+        ),
+        "GenRankUCB": lambda s: br.GenRankUCB(
+            items=V, L=L, v0=v0, lam=lam, delta=delta, alpha=alpha, seed=s
+        ),
+        "Baseline": lambda s: br.RankedBaseline(
+            items=V, L=L, v0=v0, lam=lam, delta=delta, alpha=alpha, seed=s
+        ),
     }
 
 
@@ -46,19 +51,23 @@ def summary_rows(ds, tail: float = 0.1) -> list[dict]:
     for name in ds["policy"].values:
         r = ds["regret"].sel(policy=name).values
         cum = r.sum(axis=1)
-        rows.append({
-            "policy": str(name),
-            "cumulative regret": float(cum.mean()),
-            "sd over runs": float(cum.std(ddof=1)) if runs > 1 else 0.0,
-            f"regret/round (last {last})": float(r[:, -last:].mean()),
-            "ms per round (all runs, incl. compile)": float(
-                1e3 * ds["seconds"].sel(policy=name).item() / T
-            ),
-        })
+        rows.append(
+            {
+                "policy": str(name),
+                "cumulative regret": float(cum.mean()),
+                "sd over runs": float(cum.std(ddof=1)) if runs > 1 else 0.0,
+                f"regret/round (last {last})": float(r[:, -last:].mean()),
+                "ms per round (all runs, incl. compile)": float(
+                    1e3 * ds["seconds"].sel(policy=name).item() / T
+                ),
+            }
+        )
     return rows
 
 
-def run_demo(out="bayesrank-demo", K=100, T=1000, runs=20, w_max=10.0, seed=0, quick=False):
+def run_demo(
+    out="bayesrank-demo", K=100, T=1000, runs=20, w_max=10.0, seed=0, quick=False
+):
     """Run the demo, print a summary table, write ``regret.png`` and ``results.nc``."""
     import bayesrank as br
     from bayesrank import plots
@@ -68,15 +77,20 @@ def run_demo(out="bayesrank-demo", K=100, T=1000, runs=20, w_max=10.0, seed=0, q
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
-    print(f"bayesrank demo: {env!r}, T={T} rounds x {runs} runs; UCB width "
-          f"alpha = {authors_alpha():.3f} (the authors' constant)")
+    print(
+        f"bayesrank demo: {env!r}, T={T} rounds x {runs} runs; UCB width "
+        f"alpha = {authors_alpha():.3f} (the authors' constant)"
+    )
     t0 = time.perf_counter()
-    ds = br.simulate(env, paper_policies(env, alpha=authors_alpha()), T=T, runs=runs, seed=seed)
+    ds = br.simulate(
+        env, paper_policies(env, alpha=authors_alpha()), T=T, runs=runs, seed=seed
+    )
     elapsed = time.perf_counter() - t0
     rows = summary_rows(ds)
     print(plots.timing_table(rows, list(rows[0])))
     fig = plots.regret_curves(
-        ds, window=max(1, T // 100),
+        ds,
+        window=max(1, T // 100),
         title=f"K={K}, L=4, d=10, max|w|={w_max:g}: {runs} runs",
     )
     plots.save(fig, out / "regret.png")

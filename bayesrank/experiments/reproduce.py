@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import time
 from pathlib import Path
 
@@ -22,14 +23,18 @@ import numpy as np
 
 from bayesrank.experiments.demo import authors_alpha
 
-__all__ = ["reproduce", "PAPER_TIMING_MS", "SCALES", "authors_alpha"]
+__all__ = ["PAPER_TIMING_MS", "SCALES", "authors_alpha", "reproduce"]
 
 #: The paper's Table (average response time in ms, d=10, L=4, T=1e4, 100 runs).
 PAPER_TIMING_MS = {
-    ("Baseline", 10): 8.43, ("Baseline", 100): 730.88,
-    ("RankUCB", 10): 8.85, ("RankUCB", 100): 780.02,
-    ("RankTS", 10): 8.02, ("RankTS", 100): 729.57,
-    ("GenRankUCB", 10): 9.30, ("GenRankUCB", 100): 801.89,
+    ("Baseline", 10): 8.43,
+    ("Baseline", 100): 730.88,
+    ("RankUCB", 10): 8.85,
+    ("RankUCB", 100): 780.02,
+    ("RankTS", 10): 8.02,
+    ("RankTS", 100): 729.57,
+    ("GenRankUCB", 10): 9.30,
+    ("GenRankUCB", 100): 801.89,
 }
 
 #: Rounds and runs per scale.
@@ -47,49 +52,95 @@ def _panel(name, env, T, runs, seed, out, title, report, alpha, extra=None):
     ds = br.simulate(env, pol, T=T, runs=runs, seed=seed)
     ds.to_netcdf(out / f"{name}.nc")
     fig = plots.regret_curves(ds, window=max(1, T // 200), title=title)
-    fig.axes[0].set_xlim(1, min(T, 1000) if T >= 1000 else T)
+    fig.axes[0].set_xlim(1, max(2, min(T, 1000)))
     plots.save(fig, out / f"{name}.png")
     rows = summary_rows(ds)
-    report.append(f"### {title}\n\n![{name}]({name}.png)\n\n"
-                  + plots.timing_table(rows, list(rows[0])) + "\n")
+    report.append(
+        f"### {title}\n\n![{name}]({name}.png)\n\n"
+        + plots.timing_table(rows, list(rows[0]))
+        + "\n"
+    )
     return ds
 
 
 def _figure1(out, scale, seed, report, quick):
     import bayesrank as br
 
-    report.append("## Figure 1 (K = 100)\n\nPaper: all algorithms converge with w = 0; with "
-                  "max|w| = 10 the baseline plateaus (about 1.4 per round in the authors' "
-                  "figure) while RankUCB, GenRankUCB and RankTS reach about 0 by round 400.\n")
+    report.append(
+        "## Figure 1 (K = 100)\n\nPaper: all algorithms converge with w = 0; with "
+        "max|w| = 10 the baseline plateaus (about 1.4 per round in the authors' "
+        "figure) while RankUCB, GenRankUCB and RankTS reach about 0 by round 400.\n"
+    )
     for w_max, tag in ((0.0, "w0"), (10.0, "w10")):
         env = br.RankingEnv.paper(seed=seed, K=100, L=4, d=10, w_max=w_max)
-        _panel(f"figure1_{tag}", env, scale["T"], scale["runs"], seed, out,
-               f"Figure 1: K=100, max|w|={w_max:g}", report, authors_alpha())
+        _panel(
+            f"figure1_{tag}",
+            env,
+            scale["T"],
+            scale["runs"],
+            seed,
+            out,
+            f"Figure 1: K=100, max|w|={w_max:g}",
+            report,
+            authors_alpha(),
+        )
 
 
 def _appendix(out, scale, seed, report, quick):
     import bayesrank as br
 
-    report.append("## Appendix figure\n\nPaper: with max|w| = 0.1 all converge; with "
-                  "max|w| = 10 (K = 10) the baseline stays near 0.4 per round; with "
-                  "max|w| = 0.5 (K = 100) the baseline converges to a non-optimal list.\n")
-    for K, w_max, tag in ((10, 0.1, "K10_w0.1"), (10, 10.0, "K10_w10"), (100, 0.5, "K100_w0.5")):
+    report.append(
+        "## Appendix figure\n\nPaper: with max|w| = 0.1 all converge; with "
+        "max|w| = 10 (K = 10) the baseline stays near 0.4 per round; with "
+        "max|w| = 0.5 (K = 100) the baseline converges to a non-optimal list.\n"
+    )
+    for K, w_max, tag in (
+        (10, 0.1, "K10_w0.1"),
+        (10, 10.0, "K10_w10"),
+        (100, 0.5, "K100_w0.5"),
+    ):
         env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
-        _panel(f"appendix_{tag}", env, scale["T"], scale["runs"], seed, out,
-               f"Appendix: K={K}, max|w|={w_max:g}", report, authors_alpha())
+        _panel(
+            f"appendix_{tag}",
+            env,
+            scale["T"],
+            scale["runs"],
+            seed,
+            out,
+            f"Appendix: K={K}, max|w|={w_max:g}",
+            report,
+            authors_alpha(),
+        )
 
 
 def _robustness(out, scale, seed, report, quick):
     import bayesrank as br
 
-    report.append("## Robustness to Laplace noise (K = 10, max|w| = 1)\n\nPaper: small "
-                  "perturbations are harmless (0.1 even speeds convergence); eps = 3 can "
-                  "leave linear regret.\n")
+    report.append(
+        "## Robustness to Laplace noise (K = 10, max|w| = 1)\n\nPaper: small "
+        "perturbations are harmless (0.1 even speeds convergence); eps = 3 can "
+        "leave linear regret.\n"
+    )
     for eps in (1e-5, 0.1, 3.0):
-        env = br.RankingEnv.paper(seed=seed, K=10, L=4, d=10, w_max=1.0,
-                                  noise=br.noise.Laplace(eps=eps, sd=1.0))
-        _panel(f"robustness_eps{eps:g}", env, scale["T"], scale["runs"], seed, out,
-               f"Laplace perturbation eps={eps:g}", report, authors_alpha())
+        env = br.RankingEnv.paper(
+            seed=seed,
+            K=10,
+            L=4,
+            d=10,
+            w_max=1.0,
+            noise=br.noise.Laplace(eps=eps, sd=1.0),
+        )
+        _panel(
+            f"robustness_eps{eps:g}",
+            env,
+            scale["T"],
+            scale["runs"],
+            seed,
+            out,
+            f"Laplace perturbation eps={eps:g}",
+            report,
+            authors_alpha(),
+        )
 
 
 def misspecified_env(eps: float, seed: int = 0, K: int = 10, w_max: float = 1.0):
@@ -99,18 +150,35 @@ def misspecified_env(eps: float, seed: int = 0, K: int = 10, w_max: float = 1.0)
     import bayesrank as br
 
     base = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
-    return br.RankingEnv(base.items, base.theta, base.w, base.v0,
-                         link=lambda z: z + jnp.exp(eps * z), noise=br.noise.Gaussian(1.0))
+    return br.RankingEnv(
+        base.items,
+        base.theta,
+        base.w,
+        base.v0,
+        link=lambda z: z + jnp.exp(eps * z),
+        noise=br.noise.Gaussian(1.0),
+    )
 
 
 def _nonlinear(out, scale, seed, report, quick):
-    report.append("## Nonlinear perturbation (misspecified link, K = 10, max|w| = 1)\n\n"
-                  "The environment's mean is m + exp(eps m) while every policy assumes "
-                  "the identity link (the authors' robustness study).\n")
+    report.append(
+        "## Nonlinear perturbation (misspecified link, K = 10, max|w| = 1)\n\n"
+        "The environment's mean is m + exp(eps m) while every policy assumes "
+        "the identity link (the authors' robustness study).\n"
+    )
     for eps in (0.1, 1.0):
         env = misspecified_env(eps, seed=seed)
-        _panel(f"nonlinear_eps{eps:g}", env, scale["T"], scale["runs"], seed, out,
-               f"Misspecified link m + exp({eps:g} m)", report, authors_alpha())
+        _panel(
+            f"nonlinear_eps{eps:g}",
+            env,
+            scale["T"],
+            scale["runs"],
+            seed,
+            out,
+            f"Misspecified link m + exp({eps:g} m)",
+            report,
+            authors_alpha(),
+        )
 
 
 def response_times(K: int, rounds: int = 200, seed: int = 0) -> dict:
@@ -128,7 +196,8 @@ def response_times(K: int, rounds: int = 200, seed: int = 0) -> dict:
         for t in range(10):  # compile and warm up
             it = pol.select()
             pol.update(it, np.asarray(env.sample(keys[t], it)))
-        rs = [np.asarray(env.sample(keys[t], env.best()[0])) for t in range(rounds)]
+        best = env.best()[0]
+        rs = [np.asarray(env.sample(keys[10 + t], best)) for t in range(rounds)]
         t0 = time.perf_counter()
         for t in range(rounds):
             it = pol.select()
@@ -148,24 +217,37 @@ def _timing(out, scale, seed, report, quick):
         art = response_times(K, rounds=rounds, seed=seed)
         env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
         T_v, runs_v = (200, 8) if quick else (1000, 100)
-        ds = br.simulate(env, paper_policies(env, alpha=authors_alpha()), T=T_v, runs=runs_v,
-                         seed=seed, progress=False)
+        ds = br.simulate(
+            env,
+            paper_policies(env, alpha=authors_alpha()),
+            T=T_v,
+            runs=runs_v,
+            seed=seed,
+            progress=False,
+        )
         for name in art:
             paper = PAPER_TIMING_MS[(name, K)]
             vec = 1e3 * ds["seconds"].sel(policy=name).item() / (T_v * runs_v)
-            rows.append({
-                "algorithm": name, "K": K, "paper ART (ms)": paper,
-                "bayesrank ART, class API (ms)": art[name],
-                "speed-up vs paper": paper / art[name],
-                f"vectorised ms/round/run ({runs_v} runs x {T_v}, incl. compile)": vec,
-            })
+            vec_col = f"vectorised ms/round/run ({runs_v} runs x {T_v}, incl. compile)"
+            rows.append(
+                {
+                    "algorithm": name,
+                    "K": K,
+                    "paper ART (ms)": paper,
+                    "bayesrank ART, class API (ms)": art[name],
+                    "speed-up vs paper": paper / art[name],
+                    vec_col: vec,
+                }
+            )
     table = plots.timing_table(rows, list(rows[0]))
     (out / "timing.md").write_text(table + "\n")
     (out / "timing.json").write_text(json.dumps(rows, indent=1))
-    report.append("## Average response time (d = 10, L = 4)\n\nThe paper's numbers were "
-                  "measured on an AMD Ryzen 5 5600X; ours on the machine named in the "
-                  "header. The authors' script grows like K^5 per round (about 0.13 s at "
-                  "K = 10, 4 s at K = 20, 30 s at K = 30).\n\n" + table + "\n")
+    report.append(
+        "## Average response time (d = 10, L = 4)\n\nThe paper's numbers were "
+        "measured on an AMD Ryzen 5 5600X; ours on the machine named in the "
+        "header. The authors' script grows like K^5 per round (about 0.13 s at "
+        "K = 10, 4 s at K = 20, 30 s at K = 30).\n\n" + table + "\n"
+    )
 
 
 def _tightness(out, scale, seed, report, quick):
@@ -175,7 +257,7 @@ def _tightness(out, scale, seed, report, quick):
     T = scale["T"]
     runs = scale["runs"]
     env = br.RankingEnv.paper(seed=seed, K=10, L=4, d=10, w_max=10.0)
-    V, w, v0, L, d = env.items, env.w, env.v0, env.L, env.d
+    V, w, v0, L = env.items, env.w, env.v0, env.L
     pol = {
         "RankUCB": lambda s: br.RankUCB(items=V, w=w, v0=v0, seed=s),
         "GenRankUCB": lambda s: br.GenRankUCB(items=V, L=L, v0=v0, seed=s),
@@ -186,45 +268,68 @@ def _tightness(out, scale, seed, report, quick):
     consts = bounds.instance_constants(env)
     t = np.arange(1, T + 1)
     report.append("## Bound tightness (K = 10, max|w| = 10, Lemma 1 width)\n")
-    for name, fn in (("RankUCB", bounds.rank_ucb_bound), ("GenRankUCB", bounds.gen_rank_ucb_bound),
-                     ("RankTS", bounds.rank_ts_bound)):
+    for name, fn in (
+        ("RankUCB", bounds.rank_ucb_bound),
+        ("GenRankUCB", bounds.gen_rank_ucb_bound),
+        ("RankTS", bounds.rank_ts_bound),
+    ):
         accepted = inspect.signature(fn).parameters
-        kwargs = {k: v for k, v in {**consts, "lam": 1.0, "delta": 0.1}.items()
-                  if k in accepted}
+        kwargs = {
+            k: v
+            for k, v in {**consts, "lam": 1.0, "delta": 0.1}.items()
+            if k in accepted
+        }
         b = np.asarray(fn(t, **kwargs))
-        fig = plots.tightness(ds, {f"{name} bound": b}, policy=name,
-                              title=f"{name}: cumulative regret vs its bound")
+        fig = plots.tightness(
+            ds,
+            {f"{name} bound": b},
+            policy=name,
+            title=f"{name}: cumulative regret vs its bound",
+        )
         plots.save(fig, out / f"tightness_{name}.png")
         cum = ds["regret"].sel(policy=name).values.cumsum(axis=1).mean(axis=0)
-        report.append(f"![tightness {name}](tightness_{name}.png)\n\n{name}: cumulative "
-                      f"regret at T={T} is {cum[-1]:.1f}, the bound {b[-1]:.1f} "
-                      f"(ratio {cum[-1] / b[-1]:.3g}).\n")
+        report.append(
+            f"![tightness {name}](tightness_{name}.png)\n\n{name}: cumulative "
+            f"regret at T={T} is {cum[-1]:.1f}, the bound {b[-1]:.1f} "
+            f"(ratio {cum[-1] / b[-1]:.3g}).\n"
+        )
 
 
 PARTS = {
-    "figure1": _figure1, "appendix": _appendix, "robustness": _robustness,
-    "nonlinear": _nonlinear, "timing": _timing, "tightness": _tightness,
+    "figure1": _figure1,
+    "appendix": _appendix,
+    "robustness": _robustness,
+    "nonlinear": _nonlinear,
+    "timing": _timing,
+    "tightness": _tightness,
 }
 
 
-def reproduce(what: str = "all", out="bayesrank-reproduce", quick: bool = False, seed: int = 0):
+def reproduce(
+    what: str = "all", out="bayesrank-reproduce", quick: bool = False, seed: int = 0
+):
     """Run part ``what`` (or "all") of the paper's study; returns the report path."""
     import platform
 
     import jax
 
     if what != "all" and what not in PARTS:
-        raise ValueError(f"what: expected one of {sorted(PARTS)} or 'all', got {what!r}")
+        raise ValueError(
+            f"what: expected one of {sorted(PARTS)} or 'all', got {what!r}"
+        )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     scale = SCALES["quick" if quick else "full"]
     report = [
         "# bayesrank reproduction of 'Ranking In Generalized Linear Bandits'\n",
-        f"Scale: {'quick' if quick else 'full'} (T = {scale['T']}, {scale['runs']} runs); "
-        f"seed {seed}; machine: {platform.machine()} {platform.processor() or ''}, "
-        f"{__import__('os').cpu_count()} CPUs, jax {jax.__version__} on "
-        f"{jax.default_backend()}. Regret is pseudo-regret (expected rewards); the "
-        "authors plotted realised rewards, which is noisier.\n",
+        (
+            f"Scale: {'quick' if quick else 'full'} (T = {scale['T']}, "
+            f"{scale['runs']} runs); seed {seed}; machine: {platform.machine()} "
+            f"{platform.processor() or ''}, {os.cpu_count()} CPUs, jax "
+            f"{jax.__version__} on {jax.default_backend()}. Regret is pseudo-regret "
+            "(expected rewards); the authors plotted realised rewards, which is "
+            "noisier.\n"
+        ),
     ]
     todo = list(PARTS) if what == "all" else [what]
     for part in todo:

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-__all__ = ["simulate", "policy_seed", "noise_key", "run_scan"]
+__all__ = ["noise_key", "policy_seed", "run_scan", "simulate"]
 
 
 def policy_seed(seed: int, run: int) -> int:
@@ -116,7 +116,11 @@ def simulate(
     for name, val in (("T", T), ("runs", runs)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
             raise ValueError(f"{name}: expected a positive integer, got {val!r}")
-    if chunk_runs is not None and (not isinstance(chunk_runs, (int, np.integer)) or chunk_runs < 1):
+    if chunk_runs is not None and (
+        isinstance(chunk_runs, bool)
+        or not isinstance(chunk_runs, (int, np.integer))
+        or chunk_runs < 1
+    ):
         raise ValueError(f"chunk_runs: expected a positive integer, got {chunk_runs!r}")
 
     names = list(policies)
@@ -134,10 +138,11 @@ def simulate(
                 f"policies[{name!r}]: the policy has K={first.K}, L={first.L} but the "
                 f"environment has K={env.K}, L={env.L}"
             )
+        mask = getattr(first, "mask", None)
         if env.S == 2:
-            bv = env.best(
-                distinct=getattr(first, "distinct", False), mask=getattr(first, "mask", None)
-            )[1]
+            bv = env.best(distinct=getattr(first, "distinct", False), mask=mask)[1]
+        elif mask is not None:  # the best list among the items the policy may show
+            bv = env.best(mask=mask)[1]
         else:
             bv = env.best_value
         run = run_scan(first.core, env, T, jnp.asarray(bv), record_lists)
@@ -153,7 +158,9 @@ def simulate(
             bar = chunks
         for c0 in bar:
             idx = range(c0, min(c0 + size, runs))
-            pols = [first if r == 0 else policies[name](policy_seed(seed, r)) for r in idx]
+            pols = [
+                first if r == 0 else policies[name](policy_seed(seed, r)) for r in idx
+            ]
             if vm:
                 states = _stack([pl.state for pl in pols])
                 pkeys = jnp.stack([pl.key for pl in pols])
@@ -161,7 +168,10 @@ def simulate(
                 outs = [np.asarray(o) for o in outs]
             else:
                 per = [fn(pl.state, pl.key, nkeys[r]) for pl, r in zip(pols, idx)]
-                outs = [np.stack([np.asarray(o[i]) for o in per]) for i in range(len(per[0]))]
+                outs = [
+                    np.stack([np.asarray(o[i]) for o in per])
+                    for i in range(len(per[0]))
+                ]
             sl = slice(c0, c0 + len(pols))
             regret[p, sl], reward[p, sl] = outs[0], outs[1]
             if record_lists:
@@ -178,8 +188,15 @@ def simulate(
         coords["position"] = np.arange(env.L)
         data["lists"] = (("policy", "run", "round", "position"), lists)
     config = {
-        "T": int(T), "runs": int(runs), "seed": int(seed), "K": env.K, "L": env.L,
-        "d": env.d, "S": env.S, "link": str(env.link), "noise": repr(env.noise),
+        "T": int(T),
+        "runs": int(runs),
+        "seed": int(seed),
+        "K": env.K,
+        "L": env.L,
+        "d": env.d,
+        "S": env.S,
+        "link": str(env.link),
+        "noise": repr(env.noise),
     }
     ds = xr.Dataset(data, coords=coords)
     ds.attrs["config"] = json.dumps(config)

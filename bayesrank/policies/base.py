@@ -9,14 +9,13 @@ A policy's functional core is three pure functions over a NamedTuple state:
 ``select`` returns the state because MCMC posteriors advance their chains there. A whole
 run is a ``lax.scan`` of select/update and many runs a ``vmap`` (see
 :func:`bayesrank.simulate`). The classes (``RankTS``, ``RankUCB``, ...) hold one state,
-draw the key of round t as ``fold_in(key(seed), t)``, check inputs on the host and add no
-math.
+draw the key of round t as ``fold_in(key(seed), t)``, check inputs on the host and add
+no math.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,7 +26,12 @@ import numpy as np
 
 from bayesrank.env import check_lists
 
-__all__ = ["PolicyCore", "Selection", "Policy", "check_items_w_v0"]
+__all__ = ["Policy", "PolicyCore", "Selection", "check_items_w_v0"]
+
+
+def _is_key(x) -> bool:
+    """Whether x is a typed JAX PRNG key array (stored as its key data)."""
+    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 class PolicyCore(NamedTuple):
@@ -58,15 +62,23 @@ def check_items_w_v0(items, L, w, v0):
     Returns:
         items (K, d) float array, w as (L,) or (L, S-1), v0 (d,), L.
     """
+    if items is None:
+        raise ValueError("items: expected a (K, d) array of item vectors, got None")
     try:
         V = np.asarray(items, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"items: expected a (K, d) numeric array, got {type(items).__name__}") from None
+        raise TypeError(
+            f"items: expected a (K, d) numeric array, got {type(items).__name__}"
+        ) from None
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
         raise ValueError(f"items: expected a (K, d) array, got shape {V.shape}")
     if not np.all(np.isfinite(V)):
         raise ValueError("items: expected finite values, found NaN or inf")
-    K, d = V.shape
+    d = V.shape[1]
+    if L is not None and (
+        isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1
+    ):
+        raise ValueError(f"L: expected a positive integer, got {L!r}")
     if w is None:
         if L is None:
             raise ValueError("L: give the list length L or the weights w")
@@ -79,10 +91,10 @@ def check_items_w_v0(items, L, w, v0):
             raise ValueError("w: expected finite values, found NaN or inf")
     if L is None:
         L = W.shape[0]
-    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
-        raise ValueError(f"L: expected a positive integer, got {L!r}")
     if W.shape[0] != L:
-        raise ValueError(f"w: expected {L} rows (one per position, L={L}), got shape {W.shape}")
+        raise ValueError(
+            f"w: expected {L} rows (one per position, L={L}), got shape {W.shape}"
+        )
     if v0 is None:
         v0a = np.zeros(d)
     else:
@@ -95,27 +107,71 @@ def check_items_w_v0(items, L, w, v0):
 
 
 def check_mask(mask, K: int, L: int, distinct: bool):
+    """Validate the (K,) bool mask of showable items; None means all items."""
     if mask is None:
         return None
     m = np.asarray(mask)
     if m.shape != (K,) or m.dtype != bool:
-        raise ValueError(f"mask: expected a (K,) = ({K},) bool array, got {m.dtype} {m.shape}")
+        raise ValueError(
+            f"mask: expected a (K,) = ({K},) bool array, got {m.dtype} {m.shape}"
+        )
     need = L if distinct else 1
     if m.sum() < need:
-        raise ValueError(f"mask: need at least {need} available items, got {int(m.sum())}")
+        raise ValueError(
+            f"mask: need at least {need} available items, got {int(m.sum())}"
+        )
     return m
+
+
+def check_model(model, attrs=("init", "update", "mean", "link")) -> None:
+    """Raise TypeError unless ``model`` has the posterior-model methods ``attrs``."""
+    if not all(hasattr(model, attr) for attr in attrs):
+        raise TypeError(
+            "model: expected a bayesrank posterior model (GaussianLinear, "
+            f"BayesGLM, NumPyroModel), got {type(model).__name__}"
+        )
+
+
+def model_config(model) -> dict:
+    """The JSON-able description of a posterior model: its class name and, where the
+    model can describe itself, its ``config()``."""
+    cfg = getattr(model, "config", None)
+    return {"class": type(model).__name__, "config": cfg() if callable(cfg) else None}
+
+
+def model_from_config(cfg: dict, override=None):
+    """Rebuild a posterior model from :func:`model_config`'s output.
+
+    No code execution: only bayesrank's own model classes are looked up, by name.
+    """
+    from bayesrank import posteriors
+
+    if override is not None:
+        return override
+    name = cfg.get("class")
+    known = {n: getattr(posteriors, n) for n in getattr(posteriors, "__all__", ())}
+    cls = known.get(name)
+    if cls is None or not hasattr(cls, "from_config") or cfg.get("config") is None:
+        raise ValueError(
+            f"model: the saved model {name!r} cannot be rebuilt from the file; "
+            "pass model=... to load()"
+        )
+    return cls.from_config(cfg["config"])
 
 
 class Policy:
     """Base class: holds a functional core and one state; subclasses add the math.
 
-    Subclasses set ``self.K``, ``self.L``, ``self._core`` and implement
-    ``_config()`` (JSON-able constructor arguments other than arrays),
-    ``_arrays()`` (constructor arrays) and ``_check_rewards(rewards)``.
+    Subclasses set ``self.K``, ``self.L``, ``self.model``, ``self.mask`` and the
+    arrays named in ``_array_args``, call ``_setup`` and implement ``_config()``
+    (JSON-able constructor arguments other than arrays) and ``_from_config``.
     """
 
     K: int
     L: int
+
+    #: Constructor arrays that :meth:`save` stores (``mask`` too when set).
+    _array_args: tuple[str, ...] = ("items", "w", "v0")
 
     def _setup(self, core: PolicyCore, seed: int) -> None:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -161,7 +217,9 @@ class Policy:
         items_a = np.asarray(items)
         check_lists(items_a, self.K, self.L, "items")
         if items_a.ndim > 2:
-            raise ValueError(f"items: expected shape (L,) or (n, L), got {items_a.shape}")
+            raise ValueError(
+                f"items: expected shape (L,) or (n, L), got {items_a.shape}"
+            )
         try:
             r = np.asarray(rewards, dtype=float)
         except (TypeError, ValueError):
@@ -196,8 +254,18 @@ class Policy:
         return np.concatenate(hist[0]), np.concatenate(hist[1])
 
     def _check_rewards(self, rewards) -> None:
-        if not np.all(np.isfinite(rewards)):
+        """The model's reward check if it has one, else finiteness."""
+        check = getattr(getattr(self, "model", None), "check_rewards", None)
+        if check is not None:
+            check(rewards)
+        elif not np.all(np.isfinite(rewards)):
             raise ValueError("rewards: expected finite rewards, found NaN or inf")
+
+    def _arrays(self) -> dict:
+        out = {name: getattr(self, name) for name in self._array_args}
+        if self.mask is not None:
+            out["mask"] = self.mask
+        return out
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:
@@ -206,7 +274,11 @@ class Policy:
         No pickle: loading never executes code from the file.
         """
         leaves, _ = jax.tree_util.tree_flatten(self.state)
-        arrays = {f"state_{i}": np.asarray(x) for i, x in enumerate(leaves)}
+        key_leaves = [i for i, x in enumerate(leaves) if _is_key(x)]
+        arrays = {
+            f"state_{i}": np.asarray(jax.random.key_data(x) if i in key_leaves else x)
+            for i, x in enumerate(leaves)
+        }
         for name, arr in self._arrays().items():
             arrays[f"arg_{name}"] = np.asarray(arr)
         items, rewards = self.history()
@@ -217,6 +289,7 @@ class Policy:
             "seed": self.seed,
             "t": self.t,
             "n_state": len(leaves),
+            "key_leaves": key_leaves,
             "config": self._config(),
         }
         arrays["config_json"] = np.frombuffer(json.dumps(cfg).encode(), dtype=np.uint8)
@@ -234,17 +307,29 @@ class Policy:
             data = {k: z[k] for k in z.files}
         cfg = json.loads(bytes(data.pop("config_json")).decode())
         if cfg.get("class") != cls.__name__:
-            raise ValueError(f"path: the file holds a {cfg.get('class')!r}, not a {cls.__name__}")
+            raise ValueError(
+                f"path: the file holds a {cfg.get('class')!r}, not a {cls.__name__}"
+            )
         args = {k[4:]: v for k, v in data.items() if k.startswith("arg_")}
         obj = cls._from_config(cfg["config"], args, cfg["seed"], overrides)
+        keys = set(cfg.get("key_leaves", []))
         leaves = [data[f"state_{i}"] for i in range(cfg["n_state"])]
+        leaves = [
+            jax.random.wrap_key_data(jnp.asarray(x)) if i in keys else x
+            for i, x in enumerate(leaves)
+        ]
         ref_leaves, treedef = jax.tree_util.tree_flatten(obj.state)
         if len(ref_leaves) != len(leaves) or any(
-            np.shape(a) != np.shape(b) for a, b in zip(ref_leaves, leaves)
+            np.shape(a) != np.shape(b) or _is_key(a) != _is_key(b)
+            for a, b in zip(ref_leaves, leaves)
         ):
             raise ValueError("path: the saved state does not match this configuration")
         obj.state = jax.tree_util.tree_unflatten(
-            treedef, [jnp.asarray(x, dtype=jnp.asarray(r).dtype) for x, r in zip(leaves, ref_leaves)]
+            treedef,
+            [
+                x if _is_key(x) else jnp.asarray(x, dtype=jnp.asarray(r).dtype)
+                for x, r in zip(leaves, ref_leaves)
+            ],
         )
         obj.t = int(cfg["t"])
         if data["history_items"].size:
@@ -253,7 +338,3 @@ class Policy:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(K={self.K}, L={self.L}, t={self.t})"
-
-
-def isfinite_scalar(x) -> bool:
-    return isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))

@@ -51,6 +51,10 @@ class RankedBaseline(UCBPolicy):
         m2: bound on ``||theta^l||`` in Lemma 1's width.
     """
 
+    _array_args = ("items", "v0")
+    _extra_config = ("L", "kind")
+    _takes_model = False
+
     def __init__(
         self,
         items=None,
@@ -78,21 +82,8 @@ class RankedBaseline(UCBPolicy):
         self.kind = kind
         self._init_common(None, delta, lam, alpha, m2, None, distinct, mask)
         self.c1 = 1.0
-        self._links = (self.model.link,) * L
         if kind == "ucb":
-            core = rank_ucb(
-                self.model,
-                V,
-                W,
-                v0a,
-                lam=self.lam,
-                delta=self.delta,
-                alpha=self.alpha,
-                m2=self.m2,
-                c1=1.0,
-                distinct=self.distinct,
-                mask=self.mask,
-            )
+            core = rank_ucb(self.model, V, W, v0a, m2=self.m2, **self._core_kwargs())
         else:
             core = rank_ts(
                 self.model, V, W[:, None], v0a, distinct=self.distinct, mask=self.mask
@@ -135,32 +126,4 @@ class RankedBaseline(UCBPolicy):
                 jnp.asarray(self.v0),
                 jnp.asarray(lists),
             )
-        )
-
-    def _config(self) -> dict:
-        cfg = self._common_config()
-        cfg.update(L=self.L, kind=self.kind)
-        return cfg
-
-    def _arrays(self) -> dict:
-        out = {"items": self.items, "v0": self.v0}
-        if self.mask is not None:
-            out["mask"] = self.mask
-        return out
-
-    @classmethod
-    def _from_config(cls, cfg, args, seed, overrides):
-        return cls(
-            args["items"],
-            cfg["L"],
-            args["v0"],
-            delta=cfg["delta"],
-            lam=cfg["lam"],
-            alpha=cfg["alpha"],
-            kind=cfg["kind"],
-            distinct=cfg["distinct"],
-            mask=args.get("mask"),
-            seed=seed,
-            m2=cfg["m2"],
-            **overrides,
         )

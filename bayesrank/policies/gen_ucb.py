@@ -36,17 +36,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank import decode
-from bayesrank.policies.base import PolicyCore, Selection, check_items_w_v0
-from bayesrank.policies.ts import model_from_config
+from bayesrank.policies.base import PolicyCore, check_items_w_v0
 from bayesrank.policies.ucb import (
     UCBParams,
     UCBPolicy,
-    UCBState,
     _apply,
-    confidence_width,
-    gram_init,
-    gram_update,
+    real_arg,
     resolve_c1,
+    ucb_core,
 )
 from bayesrank.posteriors.linalg import whiten
 
@@ -136,36 +133,26 @@ def gen_rank_ucb(
     """
     items = jnp.asarray(items)
     v0 = jnp.asarray(v0)
-    p = 2 * items.shape[1]
     links = (model.link,) * L
     mask_j = None if mask is None else jnp.asarray(mask)
 
-    def init():
-        chol, logdet = gram_init(L, p, lam, items.dtype)
-        return UCBState(model.init(L, p), chol, logdet)
-
-    def select(key, state):
-        del key
-        phi = model.mean(state.model)
-        width = (
-            confidence_width(
-                state.logdet, p, lam=lam, delta=delta, m2=m_phi, alpha=alpha
-            )
-            / c1
-        )
-        params = UCBParams(phi, width, state.chol)
+    def choose(params):
         first, pairs = gen_pair_scores(params, items, v0, links)
-        chosen, value = decode.decode_in_jit(
-            first, pairs, distinct=distinct, mask=mask_j
-        )
-        return state, Selection(chosen, value, params)
+        return decode.decode_in_jit(first, pairs, distinct=distinct, mask=mask_j)
 
-    def update(state, chosen, rewards):
-        x = gen_features(items, v0, chosen)  # (L, 2d)
-        chol, logdet = gram_update(state.chol, state.logdet, x)
-        return UCBState(model.update(state.model, x, rewards), chol, logdet)
-
-    return PolicyCore(init, select, update)
+    return ucb_core(
+        model,
+        L,
+        2 * items.shape[1],
+        lambda chosen: gen_features(items, v0, chosen),
+        choose,
+        lam=lam,
+        delta=delta,
+        alpha=alpha,
+        m2=m_phi,
+        c1=c1,
+        dtype=items.dtype,
+    )
 
 
 class GenRankUCB(UCBPolicy):
@@ -184,6 +171,9 @@ class GenRankUCB(UCBPolicy):
             ``||phi|| <= m2 sqrt(1 + m3^2)``.
         c1: the link's lower derivative bound (non-identity links).
     """
+
+    _array_args = ("items", "v0")
+    _extra_config = ("L", "m3")
 
     def __init__(
         self,
@@ -209,37 +199,17 @@ class GenRankUCB(UCBPolicy):
         V, W, v0a, L = check_items_w_v0(items, L, None, v0)
         self.K, self.L = V.shape[0], L
         self.items, self.w, self.v0 = V, W, v0a
-        if isinstance(m3, bool):
-            raise TypeError(f"m3: expected a real number, got {m3!r}")
-        try:
-            m3 = float(m3)
-        except (TypeError, ValueError):
-            raise TypeError(f"m3: expected a real number, got {m3!r}") from None
+        m3 = real_arg(m3, "m3")
         if not (math.isfinite(m3) and m3 >= 0):
             raise ValueError(f"m3: expected a finite number >= 0, got {m3!r}")
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
         self.m3 = m3
-        m1 = max(np.linalg.norm(V, axis=1).max(), np.linalg.norm(v0a))
-        self.c1 = resolve_c1(
-            self.model.link, self._c1_arg, self._m2_width(), math.sqrt(2.0) * float(m1)
+        x_max = math.sqrt(2.0) * self._norm_max()
+        self.c1 = resolve_c1(self.model.link, self._c1_arg, self._m2_width(), x_max)
+        core = gen_rank_ucb(
+            self.model, V, L, v0a, m_phi=self._m2_width(), **self._core_kwargs()
         )
-        self._links = (self.model.link,) * L
-        self._setup(
-            gen_rank_ucb(
-                self.model,
-                V,
-                L,
-                v0a,
-                lam=self.lam,
-                delta=self.delta,
-                alpha=self.alpha,
-                m_phi=self._m2_width(),
-                c1=self.c1,
-                distinct=self.distinct,
-                mask=self.mask,
-            ),
-            seed,
-        )
+        self._setup(core, seed)
 
     def _m2_width(self) -> float:
         return self.m2 * math.sqrt(1.0 + getattr(self, "m3", 1.0) ** 2)
@@ -260,35 +230,4 @@ class GenRankUCB(UCBPolicy):
             jnp.asarray(self.items),
             jnp.asarray(self.v0),
             self._links,
-        )
-
-    def _config(self) -> dict:
-        cfg = self._common_config()
-        cfg.update(L=self.L, m3=self.m3)
-        return cfg
-
-    def _arrays(self) -> dict:
-        out = {"items": self.items, "v0": self.v0}
-        if self.mask is not None:
-            out["mask"] = self.mask
-        return out
-
-    @classmethod
-    def _from_config(cls, cfg, args, seed, overrides):
-        model = model_from_config(cfg["model"], overrides.pop("model", None))
-        return cls(
-            args["items"],
-            cfg["L"],
-            args["v0"],
-            delta=cfg["delta"],
-            lam=cfg["lam"],
-            alpha=cfg["alpha"],
-            distinct=cfg["distinct"],
-            mask=args.get("mask"),
-            seed=seed,
-            model=model,
-            m2=cfg["m2"],
-            m3=cfg["m3"],
-            c1=cfg["c1"],
-            **overrides,
         )

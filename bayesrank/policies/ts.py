@@ -16,15 +16,26 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from bayesrank import decode, scores
-from bayesrank.policies.base import Policy, PolicyCore, Selection, check_items_w_v0, check_mask
+from bayesrank.policies.base import (
+    Policy,
+    PolicyCore,
+    Selection,
+    check_items_w_v0,
+    check_mask,
+    check_model,
+    model_config,
+    model_from_config,
+)
 
-__all__ = ["RankTS", "rank_ts", "TSState", "decode_scores", "model_from_config"]
+__all__ = ["RankTS", "TSState", "decode_scores", "model_from_config", "rank_ts"]
 
 
 class TSState(NamedTuple):
@@ -87,23 +98,6 @@ def rank_ts(model, items, W, v0, *, distinct=False, mask=None) -> PolicyCore:
     return PolicyCore(init, select, update)
 
 
-def model_from_config(cfg: dict, override=None):
-    """Rebuild a posterior model from its stored configuration (no code execution)."""
-    from bayesrank import posteriors
-
-    if override is not None:
-        return override
-    name = cfg.get("class")
-    known = {n: getattr(posteriors, n) for n in getattr(posteriors, "__all__", ())}
-    cls = known.get(name)
-    if cls is None or not hasattr(cls, "from_config"):
-        raise ValueError(
-            f"model: the saved model {name!r} cannot be rebuilt from the file; "
-            "pass model=... to load()"
-        )
-    return cls.from_config(cfg)
-
-
 class RankTS(Policy):
     """Ranking Thompson sampling with per-position Bayesian posteriors.
 
@@ -120,20 +114,25 @@ class RankTS(Policy):
         seed: the seed of the Thompson draws.
     """
 
-    def __init__(self, model=None, items=None, L=None, w=None, v0=None, *,
-                 distinct: bool = False, mask=None, seed: int = 0):
+    def __init__(
+        self,
+        model=None,
+        items=None,
+        L=None,
+        w=None,
+        v0=None,
+        *,
+        distinct: bool = False,
+        mask=None,
+        seed: int = 0,
+    ):
         if items is None:
             raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if model is None:
             from bayesrank.posteriors import GaussianLinear
 
             model = GaussianLinear()
-        for attr in ("init", "update", "draw", "mean", "link"):
-            if not hasattr(model, attr):
-                raise TypeError(
-                    f"model: expected a bayesrank posterior model (GaussianLinear, "
-                    f"BayesGLM, NumPyroModel), got {type(model).__name__}"
-                )
+        check_model(model, ("init", "update", "draw", "mean", "link"))
         V, W, v0a, L = check_items_w_v0(items, L, w, v0)
         self.K, self.L = V.shape[0], L
         if distinct and self.K < L:
@@ -152,9 +151,6 @@ class RankTS(Policy):
         )
 
     # ----------------------------------------------------------------------- extras
-    def _check_rewards(self, rewards) -> None:
-        self.model.check_rewards(rewards)
-
     def scores(self):
         """Per-position scores behind the last selection: ``(first, pairs)`` for
         pairwise dependence, the window tables otherwise. Built from the Thompson draw
@@ -163,9 +159,11 @@ class RankTS(Policy):
             raise RuntimeError("scores: call select() first")
         theta = self._last.params
         links = (self.model.link,) * self.L
+        items, v0 = jnp.asarray(self.items), jnp.asarray(self.v0)
         if self._W2.shape[1] == 1:
-            return scores.pair_scores(theta, jnp.asarray(self.items), jnp.asarray(self._W2[:, 0]), jnp.asarray(self.v0), links)
-        return scores.window_scores(theta, jnp.asarray(self.items), jnp.asarray(self._W2), jnp.asarray(self.v0), links)
+            w = jnp.asarray(self._W2[:, 0])
+            return scores.pair_scores(theta, items, w, v0, links)
+        return scores.window_scores(theta, items, jnp.asarray(self._W2), v0, links)
 
     def posterior_mean(self) -> np.ndarray:
         """(L, d) posterior mean of theta per position."""
@@ -178,37 +176,48 @@ class RankTS(Policy):
         ``arviz.summary``, ``arviz.rhat``, ``arviz.ess`` and ``arviz.psense_summary``
         work on it. NUTS models run several fresh chains on the current data.
         """
-        if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < self.L:
-            raise ValueError(f"position: expected an int in [0, {self.L - 1}], got {position!r}")
-        items, rewards = self.history()
-        x = np.asarray(scores.list_features(jnp.asarray(self.items), jnp.asarray(self._W2), jnp.asarray(self.v0), jnp.asarray(items, jnp.int32)))
-        data = (x[:, position, :], rewards[:, position])
-        import jax
-
+        if (
+            isinstance(position, bool)
+            or not isinstance(position, (int, np.integer))
+            or not 0 <= position < self.L
+        ):
+            raise ValueError(
+                f"position: expected an int in [0, {self.L - 1}], got {position!r}"
+            )
         key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
         # Models that keep only sufficient statistics take the history as ``data``;
         # NUTS models hold their own (possibly windowed) data buffers and take none.
-        import inspect
-
         if "data" in inspect.signature(self.model.to_datatree).parameters:
-            kwargs["data"] = data
-        return self.model.to_datatree(self.state.model, int(position), key=key, **kwargs)
+            items, rewards = self.history()
+            x = scores.list_features(
+                jnp.asarray(self.items),
+                jnp.asarray(self._W2),
+                jnp.asarray(self.v0),
+                jnp.asarray(items, jnp.int32),
+            )
+            kwargs["data"] = (np.asarray(x)[:, position, :], rewards[:, position])
+        return self.model.to_datatree(
+            self.state.model, int(position), key=key, **kwargs
+        )
 
     # ------------------------------------------------------------------ persistence
     def _config(self) -> dict:
-        cfg = getattr(self.model, "config", None)
-        model_cfg = cfg() if callable(cfg) else {"class": type(self.model).__name__}
-        model_cfg.setdefault("class", type(self.model).__name__)
-        return {"model": model_cfg, "distinct": self.distinct, "has_mask": self.mask is not None}
-
-    def _arrays(self) -> dict:
-        out = {"items": self.items, "w": self.w, "v0": self.v0}
-        if self.mask is not None:
-            out["mask"] = self.mask
-        return out
+        return {
+            "model": model_config(self.model),
+            "distinct": self.distinct,
+            "has_mask": self.mask is not None,
+        }
 
     @classmethod
     def _from_config(cls, cfg, args, seed, overrides):
         model = model_from_config(cfg["model"], overrides.pop("model", None))
-        return cls(model=model, items=args["items"], w=args["w"], v0=args["v0"],
-                   distinct=cfg["distinct"], mask=args.get("mask"), seed=seed, **overrides)
+        return cls(
+            model=model,
+            items=args["items"],
+            w=args["w"],
+            v0=args["v0"],
+            distinct=cfg["distinct"],
+            mask=args.get("mask"),
+            seed=seed,
+            **overrides,
+        )

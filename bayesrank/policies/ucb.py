@@ -56,8 +56,10 @@ from bayesrank.policies.base import (
     Selection,
     check_items_w_v0,
     check_mask,
+    check_model,
+    model_config,
+    model_from_config,
 )
-from bayesrank.policies.ts import model_from_config
 from bayesrank.posteriors.linalg import chol_update, logdet_increment, whiten
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "gram_update",
     "rank_ucb",
     "resolve_c1",
+    "ucb_core",
     "ucb_pair_scores",
     "whitened_gram",
 ]
@@ -171,7 +174,10 @@ def _apply(links, z):
 
 
 def ucb_separable_parts(params: UCBParams, items, links):
-    """Scores with w = 0: ``s_l(j) = f(<theta_hat^l, v_j> + width_l ||v_j||)``, (L, K)."""
+    """Scores with w = 0, (L, K).
+
+    ``s_l(j) = f(<theta_hat^l, v_j> + width_l ||v_j||)``.
+    """
     Z = jax.vmap(whiten, in_axes=(0, None))(params.chol, items.T)  # (L, d, K)
     bonus = jnp.sqrt(jnp.sum(Z * Z, axis=1))
     z = params.theta @ items.T + params.width[:, None] * bonus
@@ -186,6 +192,40 @@ def confidence_width(logdet, p: int, *, lam, delta, m2, alpha):
 
 
 # --------------------------------------------------------------------- functional core
+def ucb_core(
+    model, L: int, p: int, features, choose, *, lam, delta, alpha, m2, c1, dtype
+) -> PolicyCore:
+    """The init/select/update shared by the UCB cores (pure, jittable, vmappable).
+
+    Args:
+        model: a per-position posterior over R^p; its mean is the estimate.
+        L, p: positions and feature dimension; dtype: of the Gram factors.
+        features: ``chosen (L,) -> (L, p)`` the features of a shown list.
+        choose: ``UCBParams -> (items (L,), value ())`` the optimistic decode.
+        lam, delta, alpha, m2, c1: the confidence width (see the module docstring).
+    """
+
+    def init():
+        chol, logdet = gram_init(L, p, lam, dtype)
+        return UCBState(model.init(L, p), chol, logdet)
+
+    def select(key, state):
+        del key  # deterministic
+        width = confidence_width(
+            state.logdet, p, lam=lam, delta=delta, m2=m2, alpha=alpha
+        )
+        params = UCBParams(model.mean(state.model), width / c1, state.chol)
+        chosen, value = choose(params)
+        return state, Selection(chosen, value, params)
+
+    def update(state, chosen, rewards):
+        x = features(chosen)  # (L, p)
+        chol, logdet = gram_update(state.chol, state.logdet, x)
+        return UCBState(model.update(state.model, x, rewards), chol, logdet)
+
+    return PolicyCore(init, select, update)
+
+
 def rank_ucb(
     model,
     items,
@@ -221,36 +261,28 @@ def rank_ucb(
     mask_j = None if mask is None else jnp.asarray(mask)
     separable = bool(np.all(w_np == 0.0))
 
-    def init():
-        chol, logdet = gram_init(L, d, lam, items.dtype)
-        return UCBState(model.init(L, d), chol, logdet)
-
-    def select(key, state):
-        del key  # deterministic
-        theta = model.mean(state.model)
-        width = (
-            confidence_width(state.logdet, d, lam=lam, delta=delta, m2=m2, alpha=alpha)
-            / c1
-        )
-        params = UCBParams(theta, width, state.chol)
+    def choose(params):
         if separable:
             s = ucb_separable_parts(params, items, links)
-            chosen, value = decode.separable_in_jit(
+            return decode.separable_in_jit(
                 s[0], s[1:], jnp.zeros_like(s[1:]), distinct=distinct, mask=mask_j
             )
-        else:
-            first, pairs = ucb_pair_scores(params, items, w, v0, links)
-            chosen, value = decode.decode_in_jit(
-                first, pairs, distinct=distinct, mask=mask_j
-            )
-        return state, Selection(chosen, value, params)
+        first, pairs = ucb_pair_scores(params, items, w, v0, links)
+        return decode.decode_in_jit(first, pairs, distinct=distinct, mask=mask_j)
 
-    def update(state, chosen, rewards):
-        x = scores.list_features(items, W2, v0, chosen)  # (L, d)
-        chol, logdet = gram_update(state.chol, state.logdet, x)
-        return UCBState(model.update(state.model, x, rewards), chol, logdet)
-
-    return PolicyCore(init, select, update)
+    return ucb_core(
+        model,
+        L,
+        d,
+        lambda chosen: scores.list_features(items, W2, v0, chosen),
+        choose,
+        lam=lam,
+        delta=delta,
+        alpha=alpha,
+        m2=m2,
+        c1=c1,
+        dtype=items.dtype,
+    )
 
 
 # ------------------------------------------------------------------------- helpers
@@ -261,26 +293,19 @@ def default_model(lam: float):
     return GaussianLinear(prior_scale=1.0 / math.sqrt(lam), noise_scale=1.0)
 
 
-def check_model(model) -> None:
-    for attr in ("init", "update", "mean", "link"):
-        if not hasattr(model, attr):
-            raise TypeError(
-                "model: expected a bayesrank posterior model (GaussianLinear, "
-                f"BayesGLM, NumPyroModel), got {type(model).__name__}"
-            )
+def real_arg(x, name: str) -> float:
+    """``float(x)``, or TypeError naming the argument (bools are refused)."""
+    if isinstance(x, bool):
+        raise TypeError(f"{name}: expected a real number, got {x!r}")
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a real number, got {x!r}") from None
 
 
 def check_ucb_args(delta, lam, alpha, m2, c1):
     """Validate the confidence-width arguments; returns them as floats."""
-
-    def num(x, name):
-        if isinstance(x, bool):
-            raise TypeError(f"{name}: expected a real number, got {x!r}")
-        try:
-            return float(x)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name}: expected a real number, got {x!r}") from None
-
+    num = real_arg
     delta, lam, m2 = num(delta, "delta"), num(lam, "lam"), num(m2, "m2")
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta: expected a number in (0, 1), got {delta!r}")
@@ -312,7 +337,16 @@ def resolve_c1(link, c1, m2: float, x_max: float) -> float:
 
 # --------------------------------------------------------------------------- classes
 class UCBPolicy(Policy):
-    """Shared class machinery of the UCB policies (checks, scores, persistence)."""
+    """Shared class machinery of the UCB policies (checks, scores, persistence).
+
+    Subclasses set ``K``, ``L``, ``items``, ``w``, ``v0`` and call
+    :meth:`_init_common`, then set ``c1`` and call ``_setup``.
+    """
+
+    #: Configuration entries besides the common ones, stored as attributes.
+    _extra_config: tuple[str, ...] = ()
+    #: Whether the constructor takes ``model`` and ``c1`` (not RankedBaseline).
+    _takes_model: bool = True
 
     def _init_common(self, model, delta, lam, alpha, m2, c1, distinct, mask):
         delta, lam, alpha, m2, c1 = check_ucb_args(delta, lam, alpha, m2, c1)
@@ -327,13 +361,24 @@ class UCBPolicy(Policy):
             raise ValueError(f"distinct: needs K >= L, got K={self.K} and L={self.L}")
         self.mask = check_mask(mask, self.K, self.L, self.distinct)
         self.vmappable = bool(getattr(model, "vmappable", True))
+        self._links = (model.link,) * self.L
 
-    def _check_rewards(self, rewards) -> None:
-        check = getattr(self.model, "check_rewards", None)
-        if check is not None:
-            check(rewards)
-        else:
-            super()._check_rewards(rewards)
+    def _core_kwargs(self) -> dict:
+        """Keyword arguments every UCB core takes, besides the width's m2."""
+        return {
+            "lam": self.lam,
+            "delta": self.delta,
+            "alpha": self.alpha,
+            "c1": self.c1,
+            "distinct": self.distinct,
+            "mask": self.mask,
+        }
+
+    def _norm_max(self) -> float:
+        """The largest norm among the items and v0."""
+        return float(
+            max(np.linalg.norm(self.items, axis=1).max(), np.linalg.norm(self.v0))
+        )
 
     def _last_params(self) -> UCBParams:
         if self._last is None:
@@ -365,12 +410,9 @@ class UCBPolicy(Policy):
     def _m2_width(self) -> float:
         return self.m2
 
-    def _common_config(self) -> dict:
-        cfg = getattr(self.model, "config", None)
-        model_cfg = cfg() if callable(cfg) else {"class": type(self.model).__name__}
-        model_cfg.setdefault("class", type(self.model).__name__)
-        return {
-            "model": model_cfg,
+    def _config(self) -> dict:
+        cfg = {
+            "model": model_config(self.model),
             "delta": self.delta,
             "lam": self.lam,
             "alpha": self.alpha,
@@ -378,12 +420,20 @@ class UCBPolicy(Policy):
             "c1": self._c1_arg,
             "distinct": self.distinct,
         }
+        cfg.update({name: getattr(self, name) for name in self._extra_config})
+        return cfg
 
-    def _arrays(self) -> dict:
-        out = {"items": self.items, "w": self.w, "v0": self.v0}
-        if self.mask is not None:
-            out["mask"] = self.mask
-        return out
+    @classmethod
+    def _from_config(cls, cfg, args, seed, overrides):
+        kwargs = {name: args[name] for name in cls._array_args}
+        for name in ("delta", "lam", "alpha", "m2", "distinct", *cls._extra_config):
+            kwargs[name] = cfg[name]
+        if cls._takes_model:
+            kwargs["model"] = model_from_config(
+                cfg["model"], overrides.pop("model", None)
+            )
+            kwargs["c1"] = cfg["c1"]
+        return cls(**kwargs, mask=args.get("mask"), seed=seed, **overrides)
 
 
 class RankUCB(UCBPolicy):
@@ -424,8 +474,6 @@ class RankUCB(UCBPolicy):
         m2: float = 1.0,
         c1: float | None = None,
     ):
-        if items is None:
-            raise ValueError("items: expected a (K, d) array of item vectors, got None")
         V, W, v0a, L = check_items_w_v0(items, L, w, v0)
         if W.ndim == 2:
             if W.shape[1] != 1:
@@ -437,28 +485,10 @@ class RankUCB(UCBPolicy):
         self.K, self.L = V.shape[0], L
         self.items, self.w, self.v0 = V, W, v0a
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
-        x_max = float(
-            (1.0 + np.abs(W).max())
-            * max(np.linalg.norm(V, axis=1).max(), np.linalg.norm(v0a))
-        )
+        x_max = (1.0 + np.abs(W).max()) * self._norm_max()
         self.c1 = resolve_c1(self.model.link, self._c1_arg, self.m2, x_max)
-        self._links = (self.model.link,) * L
-        self._setup(
-            rank_ucb(
-                self.model,
-                V,
-                W,
-                v0a,
-                lam=self.lam,
-                delta=self.delta,
-                alpha=self.alpha,
-                m2=self.m2,
-                c1=self.c1,
-                distinct=self.distinct,
-                mask=self.mask,
-            ),
-            seed,
-        )
+        core = rank_ucb(self.model, V, W, v0a, m2=self.m2, **self._core_kwargs())
+        self._setup(core, seed)
 
     def scores(self):
         """UCB scores behind the last selection: ``(first (K,), pairs (L-1, K, K))``."""
@@ -468,26 +498,4 @@ class RankUCB(UCBPolicy):
             jnp.asarray(self.w),
             jnp.asarray(self.v0),
             self._links,
-        )
-
-    def _config(self) -> dict:
-        return self._common_config()
-
-    @classmethod
-    def _from_config(cls, cfg, args, seed, overrides):
-        model = model_from_config(cfg["model"], overrides.pop("model", None))
-        return cls(
-            model=model,
-            items=args["items"],
-            w=args["w"],
-            v0=args["v0"],
-            delta=cfg["delta"],
-            lam=cfg["lam"],
-            alpha=cfg["alpha"],
-            m2=cfg["m2"],
-            c1=cfg["c1"],
-            distinct=cfg["distinct"],
-            mask=args.get("mask"),
-            seed=seed,
-            **overrides,
         )

@@ -29,16 +29,12 @@ import numpy as np
 
 from bayesrank import decode, scores
 from bayesrank.links import get_link
-from bayesrank.policies.base import PolicyCore, Selection, check_items_w_v0
-from bayesrank.policies.ts import model_from_config
+from bayesrank.policies.base import PolicyCore, check_items_w_v0
 from bayesrank.policies.ucb import (
     UCBParams,
     UCBPolicy,
-    UCBState,
-    confidence_width,
-    gram_init,
-    gram_update,
     resolve_c1,
+    ucb_core,
     whitened_gram,
 )
 
@@ -135,37 +131,31 @@ def window_rank_ucb(
     links = (model.link,) * L
     mask_j = None if mask is None else jnp.asarray(mask)
 
-    def init():
-        chol, logdet = gram_init(L, d, lam, items.dtype)
-        return UCBState(model.init(L, d), chol, logdet)
-
-    def select(key, state):
-        del key
-        theta = model.mean(state.model)
-        width = (
-            confidence_width(state.logdet, d, lam=lam, delta=delta, m2=m2, alpha=alpha)
-            / c1
-        )
-        params = UCBParams(theta, width, state.chol)
+    def choose(params):
         tables = window_ucb_tables(params, items, W, v0, links)
         if S == 2:
             K = items.shape[0]
             pairs = (
                 jnp.stack(tables[1:]) if L > 1 else jnp.zeros((0, K, K), items.dtype)
             )
-            chosen, value = decode.decode_in_jit(
+            return decode.decode_in_jit(
                 tables[0], pairs, distinct=distinct, mask=mask_j
             )
-        else:
-            chosen, value = decode.window_decode(tables, mask=mask_j)
-        return state, Selection(chosen, value, params)
+        return decode.window_decode(tables, mask=mask_j)
 
-    def update(state, chosen, rewards):
-        x = scores.list_features(items, W, v0, chosen)  # (L, d)
-        chol, logdet = gram_update(state.chol, state.logdet, x)
-        return UCBState(model.update(state.model, x, rewards), chol, logdet)
-
-    return PolicyCore(init, select, update)
+    return ucb_core(
+        model,
+        L,
+        d,
+        lambda chosen: scores.list_features(items, W, v0, chosen),
+        choose,
+        lam=lam,
+        delta=delta,
+        alpha=alpha,
+        m2=m2,
+        c1=c1,
+        dtype=items.dtype,
+    )
 
 
 class WindowRankUCB(UCBPolicy):
@@ -217,28 +207,12 @@ class WindowRankUCB(UCBPolicy):
             )
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
         self._W2 = W2
-        x_max = float(
-            (1.0 + np.abs(W2).sum(axis=1).max())
-            * max(np.linalg.norm(V, axis=1).max(), np.linalg.norm(v0a))
-        )
+        x_max = (1.0 + np.abs(W2).sum(axis=1).max()) * self._norm_max()
         self.c1 = resolve_c1(self.model.link, self._c1_arg, self.m2, x_max)
-        self._links = (self.model.link,) * L
-        self._setup(
-            window_rank_ucb(
-                self.model,
-                V,
-                W2,
-                v0a,
-                lam=self.lam,
-                delta=self.delta,
-                alpha=self.alpha,
-                m2=self.m2,
-                c1=self.c1,
-                distinct=self.distinct,
-                mask=self.mask,
-            ),
-            seed,
+        core = window_rank_ucb(
+            self.model, V, W2, v0a, m2=self.m2, **self._core_kwargs()
         )
+        self._setup(core, seed)
 
     def scores(self):
         """UCB tables behind the last selection (layout of ``window_scores``)."""
@@ -248,26 +222,4 @@ class WindowRankUCB(UCBPolicy):
             jnp.asarray(self._W2),
             jnp.asarray(self.v0),
             self._links,
-        )
-
-    def _config(self) -> dict:
-        return self._common_config()
-
-    @classmethod
-    def _from_config(cls, cfg, args, seed, overrides):
-        model = model_from_config(cfg["model"], overrides.pop("model", None))
-        return cls(
-            model=model,
-            items=args["items"],
-            w=args["w"],
-            v0=args["v0"],
-            delta=cfg["delta"],
-            lam=cfg["lam"],
-            alpha=cfg["alpha"],
-            m2=cfg["m2"],
-            c1=cfg["c1"],
-            distinct=cfg["distinct"],
-            mask=args.get("mask"),
-            seed=seed,
-            **overrides,
         )

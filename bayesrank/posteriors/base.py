@@ -28,7 +28,7 @@ import numpy as np
 
 from bayesrank.links import Link
 
-__all__ = ["PosteriorModel", "update_many", "check_reward_support"]
+__all__ = ["PosteriorModel", "check_reward_support", "update_many"]
 
 
 @runtime_checkable
@@ -76,4 +76,6 @@ def check_reward_support(y, support: str, name: str = "rewards") -> None:
     if support == "binary" and not np.all((arr == 0) | (arr == 1)):
         raise ValueError(f"{name}: a Bernoulli likelihood needs rewards in {{0, 1}}")
     if support == "count" and not np.all((arr >= 0) & (arr == np.round(arr))):
-        raise ValueError(f"{name}: a Poisson likelihood needs non-negative integer rewards")
+        raise ValueError(
+            f"{name}: a Poisson likelihood needs non-negative integer rewards"
+        )

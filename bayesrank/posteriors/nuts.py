@@ -218,8 +218,18 @@ def _function_path(fn) -> tuple[str, dict]:
     return f"{mod}:{qual}", kwargs
 
 
+_TRUSTED_MODULES = ("bayesrank.posteriors.models",)
+
+
 def _import_function(path: str):
+    """Resolve a stored model path; only bayesrank's own model module is trusted, so
+    loading a file never imports (executes) code named by the file."""
     mod, _, qual = path.partition(":")
+    if mod not in _TRUSTED_MODULES:
+        raise ValueError(
+            f"model: the file names the model {path!r} outside "
+            f"{_TRUSTED_MODULES}; pass model=... to load() to supply it"
+        )
     obj = importlib.import_module(mod)
     for part in qual.split("."):
         obj = getattr(obj, part)
@@ -260,6 +270,11 @@ class NumPyroModel:
         >>> m = NumPyroModel(functools.partial(models.student_t_glm, df=4.0))
         >>> state = m.init(L=3, p=2)
     """
+
+    #: ``bayesrank.simulate`` runs NUTS policies run by run (each run still one
+    #: compiled ``lax.scan``): batched NUTS trees wait for the longest tree, so a
+    #: vmap over runs is slower than a loop on CPU (measured in benchmarks/nuts.py).
+    vmappable = False
 
     def __init__(
         self,
