@@ -267,7 +267,12 @@ def _tightness(out, scale, seed, report, quick):
     ds.to_netcdf(out / "tightness.nc")
     consts = bounds.instance_constants(env)
     t = np.arange(1, T + 1)
-    report.append("## Bound tightness (K = 10, max|w| = 10, Lemma 1 width)\n")
+    report.append(
+        "## Bound tightness (K = 10, max|w| = 10, Lemma 1 width)\n\nInstance "
+        "constants from `bounds.instance_constants`; GenRankUCB's bound uses the "
+        "feature bound sqrt(2) m1 in its log term (the printed Theorem 2 has m2 "
+        "there; see `bayesrank.bounds.gen_rank_ucb_bound`).\n"
+    )
     for name, fn in (
         ("RankUCB", bounds.rank_ucb_bound),
         ("GenRankUCB", bounds.gen_rank_ucb_bound),

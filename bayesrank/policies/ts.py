@@ -59,6 +59,8 @@ def decode_scores(theta, items, W, v0, links, *, distinct=False, mask=None):
             return decode.separable_in_jit(first, A, B, mask=mask)
         first, pairs = scores.pair_scores(theta, items, w, v0, links)
         return decode.decode_in_jit(first, pairs, distinct=distinct, mask=mask)
+    if distinct:
+        raise ValueError("distinct: not supported with a window of S > 2 items")
     tables = scores.window_scores(theta, items, W, v0, links)
     if mask is not None:
         m = jnp.asarray(mask)
