@@ -6,8 +6,8 @@ derivative is then obtained with ``jax.grad``).
 
 Example:
     >>> from bayesrank.links import get_link
-    >>> get_link("logistic").mean(0.0)
-    Array(0.5, dtype=float32, weak_type=True)
+    >>> float(get_link("logistic").mean(0.0))
+    0.5
 """
 
 from __future__ import annotations

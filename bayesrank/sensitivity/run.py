@@ -538,6 +538,7 @@ def run_sweep(
         ``xarray.Dataset`` over ``cell`` (also written to ``out/results.nc``).
 
     Example:
+        >>> from bayesrank.sensitivity import parse_config
         >>> spec = parse_config({"sweep": {"T": 50, "runs": 2},
         ...                      "priors": {"weak": {"scale": [1.0, 10.0]}}})
         >>> ds = run_sweep(spec, "sweep-out", progress=False)  # doctest: +SKIP
