@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import bayesrank as br
 from bayesrank import bounds, scores
 from bayesrank.env import RankingEnv
 from bayesrank.links import get_link
@@ -349,6 +350,11 @@ def _policies(env):
         "window_s3": WindowRankUCB(items=env.items, w=W3, mask=_mask(env)),
         "base_ucb": RankedBaseline(env.items, env.L),
         "base_ts": RankedBaseline(env.items, env.L, kind="ts"),
+        "ts": br.RankTS(items=env.items, w=env.w, mask=_mask(env)),
+        "ts_nig": br.RankTS(
+            model=br.GaussianLinearUnknownNoise(), items=env.items, w=env.w
+        ),
+        "ts_window_s3": br.RankTS(items=env.items, w=W3),
     }
 
 
@@ -359,7 +365,18 @@ def _mask(env):
 
 
 @pytest.mark.parametrize(
-    "name", ["rank_ucb", "rank_ucb_alpha", "gen", "window_s3", "base_ucb", "base_ts"]
+    "name",
+    [
+        "rank_ucb",
+        "rank_ucb_alpha",
+        "gen",
+        "window_s3",
+        "base_ucb",
+        "base_ts",
+        "ts",
+        "ts_nig",
+        "ts_window_s3",
+    ],
 )
 def test_every_policy_runs_under_jit_and_vmap(name):
     env = RankingEnv.paper(seed=3, K=7, L=3, d=4, w_max=2.0)
