@@ -15,6 +15,7 @@ no math.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank import scores
 from bayesrank.env import check_lists
 
 __all__ = ["Policy", "PolicyCore", "Selection", "check_items_w_v0"]
@@ -266,6 +268,55 @@ class Policy:
         if self.mask is not None:
             out["mask"] = self.mask
         return out
+
+    # ---------------------------------------------------------------- the posterior
+    def features(self, lists) -> np.ndarray:
+        """(..., L, p) the features each position's model learns from, for shown
+        lists (..., L): ``v_{a^l} + sum_i w_{l,i} v_{a^{l-i}}`` unless a policy says
+        otherwise (GenRankUCB: ``(v_{a^l}, v_{a^{l-1}})``; the baseline: ``v_{a^l}``)."""
+        W = np.asarray(self.w)
+        W2 = W[:, None] if W.ndim == 1 else W
+        return np.asarray(
+            scores.list_features(
+                jnp.asarray(self.items),
+                jnp.asarray(W2),
+                jnp.asarray(self.v0),
+                jnp.asarray(lists, jnp.int32),
+            )
+        )
+
+    def posterior_mean(self) -> np.ndarray:
+        """(L, p) posterior mean of each position's parameter (for the UCB policies,
+        the estimate ``theta_hat`` they are centred on)."""
+        return np.asarray(self.model.mean(self.state.model))
+
+    def posterior(self, position: int, **kwargs):
+        """The posterior of a 0-based position's parameter as an ArviZ DataTree.
+
+        Groups: posterior, sample_stats, log_likelihood, log_prior, observed_data; so
+        ``arviz.summary``, ``arviz.rhat``, ``arviz.ess`` and ``arviz.psense_summary``
+        work on it. Closed-form models are summarised as exact draws; NUTS models run
+        several fresh chains on the current data. ``kwargs`` go to the model's
+        ``to_datatree`` (e.g. ``chains``, ``draws``).
+        """
+        if (
+            isinstance(position, bool)
+            or not isinstance(position, (int, np.integer))
+            or not 0 <= position < self.L
+        ):
+            raise ValueError(
+                f"position: expected an int in [0, {self.L - 1}], got {position!r}"
+            )
+        key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
+        # Models that keep only sufficient statistics take the history as ``data``;
+        # NUTS models hold their own (possibly windowed) data buffers and take none.
+        if "data" in inspect.signature(self.model.to_datatree).parameters:
+            items, rewards = self.history()
+            x = self.features(items)
+            kwargs["data"] = (x[:, position, :], rewards[:, position])
+        return self.model.to_datatree(
+            self.state.model, int(position), key=key, **kwargs
+        )
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:

@@ -223,6 +223,15 @@ class GenRankUCB(UCBPolicy):
         """(L, 2d) the current estimate of phi = (theta, w theta)."""
         return self.theta_hat()
 
+    def features(self, lists) -> np.ndarray:
+        """(..., L, 2d) the features ``(v_{a^l}, v_{a^{l-1}})`` of shown lists."""
+        lists = jnp.asarray(lists, jnp.int32)
+        flat = lists.reshape(-1, self.L)
+        fn = jax.vmap(
+            lambda c: gen_features(jnp.asarray(self.items), jnp.asarray(self.v0), c)
+        )
+        return np.asarray(fn(flat)).reshape(lists.shape + (-1,))
+
     def scores(self):
         """UCB scores behind the last selection: ``(first (K,), pairs (L-1, K, K))``."""
         return gen_pair_scores(

@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, NamedTuple
 
 import jax
@@ -166,41 +165,6 @@ class RankTS(Policy):
             w = jnp.asarray(self._W2[:, 0])
             return scores.pair_scores(theta, items, w, v0, links)
         return scores.window_scores(theta, items, jnp.asarray(self._W2), v0, links)
-
-    def posterior_mean(self) -> np.ndarray:
-        """(L, d) posterior mean of theta per position."""
-        return np.asarray(self.model.mean(self.state.model))
-
-    def posterior(self, position: int, **kwargs):
-        """The posterior of ``theta`` at a 0-based position as an ArviZ DataTree.
-
-        Groups: posterior, sample_stats, log_likelihood, log_prior, observed_data; so
-        ``arviz.summary``, ``arviz.rhat``, ``arviz.ess`` and ``arviz.psense_summary``
-        work on it. NUTS models run several fresh chains on the current data.
-        """
-        if (
-            isinstance(position, bool)
-            or not isinstance(position, (int, np.integer))
-            or not 0 <= position < self.L
-        ):
-            raise ValueError(
-                f"position: expected an int in [0, {self.L - 1}], got {position!r}"
-            )
-        key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
-        # Models that keep only sufficient statistics take the history as ``data``;
-        # NUTS models hold their own (possibly windowed) data buffers and take none.
-        if "data" in inspect.signature(self.model.to_datatree).parameters:
-            items, rewards = self.history()
-            x = scores.list_features(
-                jnp.asarray(self.items),
-                jnp.asarray(self._W2),
-                jnp.asarray(self.v0),
-                jnp.asarray(items, jnp.int32),
-            )
-            kwargs["data"] = (np.asarray(x)[:, position, :], rewards[:, position])
-        return self.model.to_datatree(
-            self.state.model, int(position), key=key, **kwargs
-        )
 
     # ------------------------------------------------------------------ persistence
     def _config(self) -> dict:
