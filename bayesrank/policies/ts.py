@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
-import numpy as np
 
 from bayesrank import decode, scores
 from bayesrank.policies.base import (
