@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import jax
@@ -44,18 +45,18 @@ def _check_scale(value, name: str, *, allow_zero: bool = True) -> float:
     return v
 
 
-class Noise:
+class Noise(ABC):
     """Base class: a reward distribution around an expected reward."""
 
     name = "noise"
 
+    @abstractmethod
     def sample(self, key, mean):
         """Rewards with expectation ``mean`` (any shape), drawn with ``key``."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
+    @abstractmethod
     def variance(self, mean):
         """The reward variance at expectation ``mean``."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
     def check_link(self, link: Link) -> None:
         """Raise ValueError if this family cannot follow ``link``'s mean range."""
