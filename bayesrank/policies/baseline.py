@@ -70,8 +70,6 @@ class RankedBaseline(UCBPolicy):
         seed: int = 0,
         m2: float = 1.0,
     ):
-        if items is None:
-            raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")
         if kind not in _KINDS:

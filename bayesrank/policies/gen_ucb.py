@@ -192,8 +192,6 @@ class GenRankUCB(UCBPolicy):
         m3: float = 1.0,
         c1: float | None = None,
     ):
-        if items is None:
-            raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")
         V, W, v0a, L = check_items_w_v0(items, L, None, v0)

@@ -125,8 +125,6 @@ class RankTS(Policy):
         mask=None,
         seed: int = 0,
     ):
-        if items is None:
-            raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if model is None:
             from bayesrank.posteriors import GaussianLinear
 

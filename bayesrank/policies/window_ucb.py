@@ -190,8 +190,6 @@ class WindowRankUCB(UCBPolicy):
         m2: float = 1.0,
         c1: float | None = None,
     ):
-        if items is None:
-            raise ValueError("items: expected a (K, d) array of item vectors, got None")
         if w is None:
             raise ValueError(
                 "w: expected an (L, S-1) array of window weights, got None"
