@@ -9,13 +9,20 @@ be jitted, scanned over rounds and vmapped over runs.
     state = model.update(state, x, y, valid)       # x (L, p), y (L,), valid (L,) bool
     theta, state = model.draw(key, state)          # theta (L, p): one draw per position
     mean = model.mean(state)                       # (L, p): posterior mean (or MAP)
+    state = model.refresh(key, state)              # make ``mean`` current (MCMC: advance)
+    chol, logdet_ratio = model.gram(state)         # optional: precision factor (L, p, p)
+                                                   # and log det over the prior's (L,)
     model.check_rewards(y)                          # host-side support check, raises
     dt = model.to_datatree(state, position, key)   # ArviZ xarray.DataTree (host side)
     cfg = model.config(); type(model).from_config(cfg)   # JSON-able, for save/load
 
 ``draw`` returns the state too: MCMC models advance their chains there; conjugate
 models return it unchanged. ``valid`` marks the positions whose reward counts (all True
-for a normal impression).
+for a normal impression; policies pass ``isfinite(reward)`` so that a NaN reward means
+"position not observed", with the NaN replaced by 0 before the call).
+
+``gram`` exists only for models whose posterior has a Gaussian precision (conjugate,
+Laplace); UCB policies over other models (NUTS) keep their own Gram factor.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ class PosteriorModel(Protocol):
     def draw(self, key, state) -> tuple[Any, Any]: ...
 
     def mean(self, state) -> Any: ...
+
+    def refresh(self, key, state) -> Any: ...
 
     def check_rewards(self, y) -> None: ...
 

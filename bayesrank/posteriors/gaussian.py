@@ -290,6 +290,23 @@ class _ConjugateLinear:
         """Host-side check: finite real rewards (raises ValueError/TypeError)."""
         check_reward_support(y, "real", name="rewards")
 
+    def gram(self, state):
+        """The posterior precision's lower Cholesky factor and its log det over the
+        prior's, per position: ``chol`` (L, p, p) and ``logdet_ratio`` (L,).
+
+        UCB widths read these (no second copy of the matrix): with the default UCB
+        model ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)`` the precision
+        is exactly the paper's ``V_t = lam I + sum x x^T``.
+        """
+        p = state.b.shape[-1]
+        logdet0 = self.prior(p)[3].astype(state.logdet.dtype)
+        return state.chol, state.logdet - logdet0
+
+    def refresh(self, key, state):
+        """Make :meth:`mean` current; closed-form models already are (no-op)."""
+        del key
+        return state
+
     # ------------------------------------------------------------ host helpers
     @staticmethod
     def _check_position(state, position) -> int:
