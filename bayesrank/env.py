@@ -270,6 +270,43 @@ class RankingEnv:
                 raise ValueError("mask: every item is masked out; no list can be shown")
         return decode.window_decode(tables, mask=mask)
 
+    # ---------------------------------------------------------- a request's context
+    def with_v0(self, v0) -> RankingEnv:
+        """The same environment for a user whose last item is v0 (d,); jittable."""
+        obj = jax.tree_util.tree_unflatten(
+            jax.tree_util.tree_structure(self),
+            [self.items, self.theta, self.w, jnp.asarray(v0, self.items.dtype)],
+        )
+        return obj
+
+    def first_scores(self, v0):
+        """(K,) expected reward of each item at position 1 for a user with v0 (d,)
+        (pairwise dependence)."""
+        self._need_pairwise("first_scores")
+        z = (self.items + self.w[0] * v0) @ self.theta[0]
+        return self.links[0].mean(z)
+
+    def to_go(self, mask=None):
+        """The backward DP over positions 2..L (they do not depend on v0):
+        :class:`bayesrank.backward.Backward` with ``to_go`` (K,) and pointers.
+        ``pick(env.first_scores(v0), env.to_go(mask), mask)`` is the best list of
+        the user with v0, in O(K + L) per user."""
+        from bayesrank.backward import backward_dense
+
+        self._need_pairwise("to_go")
+        m = jnp.ones(self.K, bool) if mask is None else jnp.asarray(mask)
+        _, pairs = scores.pair_scores(
+            self.theta, self.items, self.w.reshape(-1), self.v0, self.links
+        )
+        return backward_dense(pairs, m)
+
+    def _need_pairwise(self, name: str) -> None:
+        if self.S != 2:
+            raise ValueError(
+                f"{name}: needs pairwise dependence (w of shape (L,)); with a window "
+                "of S > 2 items v0 reaches beyond position 1"
+            )
+
     @property
     def best_value(self):
         """Expected total reward of the best list (unconstrained), cached.

@@ -7,6 +7,7 @@ import pytest
 
 import bayesrank as br
 from bayesrank.experiments.simulate import noise_key, run_scan
+from bayesrank.policies.context import Context
 from bayesrank.policies.ts import RankTS, rank_ts
 from bayesrank.posteriors.gaussian import GaussianLinear
 
@@ -88,7 +89,9 @@ def test_bad_input_raises_and_leaves_state_untouched(env):
     ts.update(it, np.zeros(env.L))
     before = [np.asarray(x).copy() for x in jax.tree_util.tree_leaves(ts.state)]
     bad = [
-        (it, np.array([0.0, np.nan, 0.0, 0.0]), ValueError, "rewards"),
+        (it, np.array([0.0, 1e30j, 0.0, 0.0]), TypeError, "rewards"),
+        (it, np.array(["0.5", "0", "0", "0"]), TypeError, "rewards"),
+        (it, np.array([0.0, -np.inf, 0.0, 0.0]), ValueError, "rewards"),
         (it, np.array([0.0, np.inf, 0.0, 0.0]), ValueError, "rewards"),
         (it, np.zeros(3), ValueError, "rewards"),
         (np.array([0, 1, 2, 10]), np.zeros(4), ValueError, "items"),
@@ -146,12 +149,14 @@ def test_window_model_learns():
 
 
 def test_core_jits_and_vmaps(env):
-    core = rank_ts(GaussianLinear(), env.items, env.W, env.v0)
+    core = rank_ts(GaussianLinear(), env.items, env.W)
+
+    ctx = Context(env.v0, jnp.ones(env.K, bool))
 
     def one(key):
         state = core.init()
-        state, sel = core.select(key, state)
-        state = core.update(state, sel.items, jnp.ones(env.L))
+        state, sel = core.select(key, state, ctx)
+        state = core.update(state, sel.items, jnp.ones(env.L), ctx)
         return sel.items, sel.value
 
     keys = jax.random.split(jax.random.key(0), 5)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-__all__ = ["noise_key", "policy_seed", "run_scan", "simulate"]
+__all__ = ["USERS", "noise_key", "policy_seed", "run_scan", "simulate"]
 
 
 def policy_seed(seed: int, run: int) -> int:
@@ -31,16 +31,50 @@ def noise_key(seed: int, run: int):
     return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 0x5EED), run)
 
 
-def run_scan(core, env, T: int, best_value, record_lists: bool = False):
-    """One run as a pure function ``(state, policy_key, noise_key) -> outputs``."""
+USERS = ("fixed", "items")
+
+
+def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
+             ctx=None, users: str = "fixed"):
+    """One run as a pure function ``(state, policy_key, noise_key) -> outputs``.
+
+    Args:
+        core: a policy's functional core; env: the environment.
+        T: rounds; best_value: the best expected total reward (``users="fixed"``).
+        record_lists: also output the chosen lists.
+        ctx: the policy's default :class:`~bayesrank.policies.context.Context` (its
+            v0 and mask); default: the env's v0 and every item.
+        users: ``"fixed"``: every round's user has the env's v0; ``"items"``: round
+            t's user has a uniformly drawn catalogue item as last item (v0), drawn
+            from ``fold_in(fold_in(noise_key, t), USER_STREAM)``; the policy is told
+            that v0 and the regret compares with that user's best list.
+    """
+    from bayesrank.backward import pick
+    from bayesrank.policies.context import Context
+
+    if ctx is None:
+        ctx = Context(env.v0, jnp.ones(env.K, bool))
+    if users == "items":
+        bw = env.to_go(ctx.mask[: env.K])
 
     def run(state, pkey, nkey):
         def step(state, t):
-            state, sel = core.select(jax.random.fold_in(pkey, t), state)
+            nk = jax.random.fold_in(nkey, t)
+            if users == "items":
+                u = jax.random.randint(
+                    jax.random.fold_in(nk, USER_STREAM), (), 0, env.K
+                )
+                envt = env.with_v0(env.items[u])
+                best_items = pick(envt.first_scores(envt.v0), bw, ctx.mask[: env.K])[0]
+                bv = envt.expected_reward(best_items)
+                c = ctx._replace(v0=envt.v0.astype(ctx.v0.dtype))
+            else:
+                envt, bv, c = env, best_value, ctx
+            state, sel = core.select(jax.random.fold_in(pkey, t), state, c)
             items = sel.items
-            rewards = env.sample(jax.random.fold_in(nkey, t), items)
-            state = core.update(state, items, rewards)
-            regret = best_value - env.expected_reward(items)
+            rewards = envt.sample(nk, items)
+            state = core.update(state, items, rewards, c)
+            regret = bv - envt.expected_reward(items)
             out = (regret, jnp.sum(rewards))
             if record_lists:
                 out = out + (items,)
@@ -50,6 +84,10 @@ def run_scan(core, env, T: int, best_value, record_lists: bool = False):
         return outs
 
     return run
+
+
+#: The stream of user contexts, folded into each round's noise key.
+USER_STREAM = 0x05E2
 
 
 def _stack(trees):
@@ -80,6 +118,7 @@ def simulate(
     chunk_runs: int | None = None,
     record_lists: bool = False,
     progress: bool = True,
+    users: str = "fixed",
 ) -> xr.Dataset:
     """Play every policy on ``env`` for ``T`` rounds and ``runs`` independent runs.
 
@@ -93,6 +132,10 @@ def simulate(
             policies that cannot be vmapped (NUTS), which then run one by one.
         record_lists: also return the chosen lists (policy, run, round, position).
         progress: show a progress bar over chunks.
+        users: ``"fixed"`` (every round's user has the env's v0) or ``"items"``
+            (each round's user has a uniformly drawn catalogue item as last item;
+            the policy is told it, and the regret is against that user's best
+            list). ``"items"`` needs pairwise dependence (S = 2).
 
     Returns:
         ``xarray.Dataset`` with ``regret`` (pseudo-regret per round) and ``reward``
@@ -123,6 +166,14 @@ def simulate(
     ):
         raise ValueError(f"chunk_runs: expected a positive integer, got {chunk_runs!r}")
 
+    if users not in USERS:
+        raise ValueError(f"users: expected one of {USERS}, got {users!r}")
+    if env is None or not hasattr(env, "sample") or not hasattr(env, "best"):
+        raise TypeError(
+            f"env: expected a bayesrank.RankingEnv, got {type(env).__name__}"
+        )
+    if users == "items" and env.S != 2:
+        raise ValueError("users: 'items' needs pairwise dependence (env.S == 2)")
     names = list(policies)
     regret = np.zeros((len(names), runs, T))
     reward = np.zeros((len(names), runs, T))
@@ -133,6 +184,11 @@ def simulate(
     for p, name in enumerate(names):
         start = time.perf_counter()
         first = policies[name](policy_seed(seed, 0))
+        if not hasattr(first, "core") or not hasattr(first, "context"):
+            raise TypeError(
+                f"policies[{name!r}]: the factory must return a bayesrank policy, got "
+                f"{type(first).__name__}"
+            )
         if getattr(first, "L", env.L) != env.L or getattr(first, "K", env.K) != env.K:
             raise ValueError(
                 f"policies[{name!r}]: the policy has K={first.K}, L={first.L} but the "
@@ -145,7 +201,8 @@ def simulate(
             bv = env.best(mask=mask)[1]
         else:
             bv = env.best_value
-        run = run_scan(first.core, env, T, jnp.asarray(bv), record_lists)
+        run = run_scan(first.core, env, T, jnp.asarray(bv), record_lists,
+                       ctx=first.context(), users=users)
         vm = getattr(first, "vmappable", True)
         size = chunk_runs or (runs if vm else 1)
         fn = jax.jit(jax.vmap(run)) if vm else jax.jit(run)
@@ -197,6 +254,7 @@ def simulate(
         "S": env.S,
         "link": str(env.link),
         "noise": repr(env.noise),
+        "users": users,
     }
     ds = xr.Dataset(data, coords=coords)
     ds.attrs["config"] = json.dumps(config)

@@ -1,61 +1,36 @@
-"""Shared machinery of the policies: the functional core and the friendly class.
+"""The friendly class over a policy's functional core (:mod:`.core`).
 
-A policy's functional core is three pure functions over a NamedTuple state:
+A :class:`Policy` holds one state, a key and a round counter, checks inputs on the
+host and adds no math: the lists it selects are exactly those of its ``core`` (round
+t uses the key ``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
 
-    state = core.init()
-    state, sel = core.select(key, state)          # sel: Selection (items (L,), ...)
-    state = core.update(state, items, rewards)    # items (L,) int, rewards (L,)
-
-``select`` returns the state because MCMC posteriors advance their chains there. A whole
-run is a ``lax.scan`` of select/update and many runs a ``vmap`` (see
-:func:`bayesrank.simulate`). The classes (``RankTS``, ``RankUCB``, ...) hold one state,
-draw the key of round t as ``fold_in(key(seed), t)``, check inputs on the host and add
-no math.
+    policy.select(*, v0=None, mask=None) -> (L,)
+    policy.select_batch(v0=None, mask=None, *, n=None) -> (B, L)
+    policy.update(items, rewards, *, v0=None)         # NaN reward = not observed
+    policy.scores(*, v0=None) -> (first (K,), pairs (L-1, K, K))
+    policy.add_items(vectors (m, d)) -> (m,) indices
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank import scores
 from bayesrank.env import check_lists
+from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
+from bayesrank.policies.core import PolicyCore
 
-__all__ = ["Policy", "PolicyCore", "Selection", "check_items_w_v0"]
+__all__ = ["Policy", "check_items_w_v0", "check_model", "check_rewards"]
 
 
 def _is_key(x) -> bool:
     """Whether x is a typed JAX PRNG key array (stored as its key data)."""
     return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
-class PolicyCore(NamedTuple):
-    """Pure functions of a policy (see the module docstring)."""
-
-    init: Callable[[], Any]
-    select: Callable[[Any, Any], tuple[Any, Any]]
-    update: Callable[[Any, Any, Any], Any]
-
-
-class Selection(NamedTuple):
-    """What ``select`` returns besides the state.
-
-    Attributes:
-        items: (L,) int32, the list to show.
-        value: (), its total score under the sampled or optimistic scores.
-        params: policy-specific arrays behind the scores (e.g. the Thompson draw).
-    """
-
-    items: Any
-    value: Any
-    params: Any
 
 
 def check_items_w_v0(items, L, w, v0):
@@ -67,10 +42,10 @@ def check_items_w_v0(items, L, w, v0):
     if items is None:
         raise ValueError("items: expected a (K, d) array of item vectors, got None")
     try:
-        V = np.asarray(items, dtype=float)
+        V = _real_array(items, "items")
     except (TypeError, ValueError):
         raise TypeError(
-            f"items: expected a (K, d) numeric array, got {type(items).__name__}"
+            f"items: expected a (K, d) array of real numbers, got {type(items).__name__}"
         ) from None
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
         raise ValueError(f"items: expected a (K, d) array, got shape {V.shape}")
@@ -86,7 +61,7 @@ def check_items_w_v0(items, L, w, v0):
             raise ValueError("L: give the list length L or the weights w")
         W = np.zeros(int(L))
     else:
-        W = np.asarray(w, dtype=float)
+        W = _real_array(w, "w")
         if W.ndim not in (1, 2) or W.shape[0] < 1 or (W.ndim == 2 and W.shape[1] < 1):
             raise ValueError(f"w: expected shape (L,) or (L, S-1), got {W.shape}")
         if not np.all(np.isfinite(W)):
@@ -97,32 +72,8 @@ def check_items_w_v0(items, L, w, v0):
         raise ValueError(
             f"w: expected {L} rows (one per position, L={L}), got shape {W.shape}"
         )
-    if v0 is None:
-        v0a = np.zeros(d)
-    else:
-        v0a = np.asarray(v0, dtype=float)
-        if v0a.shape != (d,):
-            raise ValueError(f"v0: expected shape (d,) = ({d},), got {v0a.shape}")
-        if not np.all(np.isfinite(v0a)):
-            raise ValueError("v0: expected finite values, found NaN or inf")
+    v0a = np.zeros(d) if v0 is None else check_v0(v0, d)
     return V, W, v0a, int(L)
-
-
-def check_mask(mask, K: int, L: int, distinct: bool):
-    """Validate the (K,) bool mask of showable items; None means all items."""
-    if mask is None:
-        return None
-    m = np.asarray(mask)
-    if m.shape != (K,) or m.dtype != bool:
-        raise ValueError(
-            f"mask: expected a (K,) = ({K},) bool array, got {m.dtype} {m.shape}"
-        )
-    need = L if distinct else 1
-    if m.sum() < need:
-        raise ValueError(
-            f"mask: need at least {need} available items, got {int(m.sum())}"
-        )
-    return m
 
 
 def check_model(model, attrs=("init", "update", "mean", "link")) -> None:
@@ -132,6 +83,27 @@ def check_model(model, attrs=("init", "update", "mean", "link")) -> None:
             "model: expected a bayesrank posterior model (GaussianLinear, "
             f"BayesGLM, NumPyroModel), got {type(model).__name__}"
         )
+
+
+def check_rewards(rewards, shape, model) -> np.ndarray:
+    """Rewards as float64 (NaN = not observed): real numbers of the given shape,
+    no infinities, and the model's support on the observed entries."""
+    r = _real_array(rewards, "rewards")
+    if r.shape != shape:
+        raise ValueError(
+            f"rewards: expected shape {shape} (one reward per shown item), got "
+            f"{r.shape}"
+        )
+    if np.any(np.isinf(r)):
+        raise ValueError(
+            "rewards: expected finite rewards (NaN marks an unobserved position), "
+            "found inf"
+        )
+    check = getattr(model, "check_rewards", None)
+    observed = r[np.isfinite(r)]
+    if check is not None and observed.size:
+        check(observed)
+    return r
 
 
 def model_config(model) -> dict:
@@ -162,11 +134,11 @@ def model_from_config(cfg: dict, override=None):
 
 
 class Policy:
-    """Base class: holds a functional core and one state; subclasses add the math.
+    """Holds a functional core and one state; subclasses are short constructors.
 
-    Subclasses set ``self.K``, ``self.L``, ``self.model``, ``self.mask`` and the
-    arrays named in ``_array_args``, call ``_setup`` and implement ``_config()``
-    (JSON-able constructor arguments other than arrays) and ``_from_config``.
+    Subclasses set ``K``, ``L``, ``items`` (K, d), ``w``, ``v0``, ``model``, ``mask``,
+    ``distinct``, call :meth:`_setup` with the composed core and implement
+    ``_config()`` and ``_from_config``.
     """
 
     K: int
@@ -174,116 +146,278 @@ class Policy:
 
     #: Constructor arrays that :meth:`save` stores (``mask`` too when set).
     _array_args: tuple[str, ...] = ("items", "w", "v0")
+    #: Whether the core can be vmapped over runs (NUTS cores run run by run).
+    vmappable = True
 
     def _setup(self, core: PolicyCore, seed: int) -> None:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
+        if seed < 0:
+            raise ValueError(f"seed: expected an int >= 0, got {seed}")
         self._core = core
         self.seed = int(seed)
         self.key = jax.random.key(self.seed)
         self.state = core.init()
         self.t = 0
         self._last = None
-        self._select = jax.jit(core.select)
+        self._history = ([], [], [])
+        self._default_ctx()
+
+        def select_t(key, t, state, ctx):
+            return core.select(jax.random.fold_in(key, t), state, ctx)
+
+        def batch_t(key, t, state, ctxs):
+            return core.select_batch(jax.random.fold_in(key, t), state, ctxs)
+
+        def update_many(state, lists, rewards, v0s):
+            def body(s, row):
+                it, r, v = row
+                return core.update(s, it, r, Context(v, None)), None
+
+            return jax.lax.scan(body, state, (lists, rewards, v0s))[0]
+
+        def scores(params, items, v0):
+            tabs = core.tables
+            if tabs.kind == "window":
+                return tabs.window(params, items, v0)
+            rest = tabs.rest(params, items)
+            return tabs.first(params, items, rest, v0), tabs.dense(rest)
+
+        self._select = jax.jit(select_t)
+        self._select_batch = jax.jit(batch_t)
         self._update = jax.jit(core.update)
+        self._update_many = jax.jit(update_many)
+        self._scores = jax.jit(scores)
 
-        def _update_many(state, items, rewards):
-            def body(s, ir):
-                return core.update(s, ir[0], ir[1]), None
-
-            return jax.lax.scan(body, state, (items, rewards))[0]
-
-        self._update_many = jax.jit(_update_many)
+    def _default_ctx(self) -> None:
+        """The constructor's v0 and mask as device arrays, padded to the capacity."""
+        Kc, d = self.state.items.shape
+        m = np.zeros(Kc, bool)
+        m[: self.K] = True if self.mask is None else self.mask
+        self._ctx = Context(jnp.asarray(self.v0), jnp.asarray(m))
 
     # ----------------------------------------------------------------- functional view
     @property
     def core(self) -> PolicyCore:
-        """The pure init/select/update functions (for jit, scan, vmap)."""
+        """The pure init/select/update/select_batch functions (for jit, scan, vmap)."""
         return self._core
 
-    #: Whether the core can be vmapped over runs (NUTS cores run run by run).
-    vmappable = True
+    def context(self, v0=None, mask=None) -> Context:
+        """The :class:`Context` a request with this v0 and mask runs in (checked)."""
+        ctx = self._ctx
+        if v0 is not None:
+            ctx = ctx._replace(v0=jnp.asarray(check_v0(v0, self.items.shape[1])))
+        if mask is not None:
+            ctx = ctx._replace(mask=self._pad_mask(check_mask(mask, self.K, self.L,
+                                                              self.distinct)))
+        return ctx
+
+    def _pad_mask(self, m):
+        Kc = self.state.items.shape[0]
+        if Kc == self.K:
+            return jnp.asarray(m)
+        pad = np.zeros(m.shape[:-1] + (Kc - self.K,), bool)
+        return jnp.asarray(np.concatenate([m, pad], axis=-1))
 
     # ------------------------------------------------------------------- the loop
-    def select(self) -> np.ndarray:
-        """The list to show this round: (L,) int array of item indices."""
-        key = jax.random.fold_in(self.key, self.t)
-        state, sel = self._select(key, self.state)
+    def select(self, *, v0=None, mask=None) -> np.ndarray:
+        """The list to show to one request: (L,) int array of item indices.
+
+        Args:
+            v0: (d,) the request's last item vector; None: the constructor's.
+            mask: (K,) bool, the items available for this request; None: the
+                constructor's mask (or every item).
+        """
+        ctx = self.context(v0, mask)
+        state, sel = self._select(self.key, self.t, self.state, ctx)
         self.state = state
-        self._last = sel
+        self._last, self._last_v0 = sel, ctx.v0
         self.t += 1
         return np.asarray(sel.items)
 
-    def update(self, items, rewards) -> None:
-        """Learn from one impression (items (L,), rewards (L,)) or a batch ((n, L))."""
+    def select_batch(self, v0=None, mask=None, *, n=None) -> np.ndarray:
+        """Lists for B requests at once: (B, L) int array.
+
+        Args:
+            v0: (B, d) each request's last item vector; None: the constructor's v0
+                for ``n`` requests.
+            mask: (B, K) per-request or (K,) shared bool masks; None: the
+                constructor's mask.
+            n: the number of requests when ``v0`` is None.
+
+        RankTS makes one independent Thompson draw per request; the UCB policies are
+        deterministic, so row b equals ``select(v0=v0[b], mask=mask[b])``. The
+        round counter advances by one.
+        """
+        d = self.items.shape[1]
+        if v0 is None:
+            if n is None or isinstance(n, bool) or not isinstance(
+                n, (int, np.integer)
+            ) or n < 1:
+                raise ValueError(
+                    f"n: expected a positive number of requests when v0 is None, "
+                    f"got {n!r}"
+                )
+            v0s = np.broadcast_to(np.asarray(self.v0), (int(n), d))
+        else:
+            v0s = check_v0(v0, d, batch=True)
+            if n is not None and n != v0s.shape[0]:
+                raise ValueError(f"n: expected {v0s.shape[0]} (the rows of v0), got {n}")
+        B = v0s.shape[0]
+        if mask is None:
+            m = self._ctx.mask
+        else:
+            mm = check_mask(mask, self.K, self.L, self.distinct, batch=True)
+            if mm.ndim == 2 and mm.shape[0] != B:
+                raise ValueError(
+                    f"mask: expected {B} rows (one per request) or shape ({self.K},), "
+                    f"got {mm.shape}"
+                )
+            m = self._pad_mask(mm)
+        ctxs = Context(jnp.asarray(v0s), m)
+        state, sel = self._select_batch(self.key, self.t, self.state, ctxs)
+        self.state = state
+        self.t += 1
+        return np.asarray(sel.items)
+
+    def update(self, items, rewards, *, v0=None) -> None:
+        """Learn from shown lists: items (L,) or (n, L), rewards of the same shape.
+
+        A NaN reward means the position was not observed (e.g. below the last
+        position a user looked at): that position's model skips it. Updates may
+        arrive late and in any order; only the context (v0) the list was shown in
+        must travel with it.
+
+        Args:
+            items: (L,) or (n, L) int item indices.
+            rewards: same shape, real numbers or NaN.
+            v0: (d,) or (n, d) the context each list was shown in; None: the
+                constructor's v0.
+        """
         items_a = np.asarray(items)
         check_lists(items_a, self.K, self.L, "items")
         if items_a.ndim > 2:
-            raise ValueError(
-                f"items: expected shape (L,) or (n, L), got {items_a.shape}"
-            )
-        try:
-            r = np.asarray(rewards, dtype=float)
-        except (TypeError, ValueError):
-            raise TypeError("rewards: expected a numeric array") from None
-        if r.shape != items_a.shape:
-            raise ValueError(
-                f"rewards: expected shape {items_a.shape} (one reward per shown item), "
-                f"got {r.shape}"
-            )
-        self._check_rewards(r)
-        it = jnp.asarray(items_a, jnp.int32)
-        rj = jnp.asarray(r)
-        if items_a.ndim == 1:
-            self.state = self._update(self.state, it, rj)
+            raise ValueError(f"items: expected shape (L,) or (n, L), got {items_a.shape}")
+        r = check_rewards(rewards, items_a.shape, self.model)
+        d = self.items.shape[1]
+        batch = items_a.ndim == 2
+        if v0 is None:
+            v0s = np.broadcast_to(np.asarray(self.v0), items_a.shape[:-1] + (d,))
+        elif batch and np.ndim(v0) == 1:
+            v0s = np.broadcast_to(check_v0(v0, d), (items_a.shape[0], d))
         else:
-            self.state = self._update_many(self.state, it, rj)
-        self._record(items_a.reshape(-1, self.L), r.reshape(-1, self.L))
+            v0s = check_v0(v0, d, batch=batch)
+            if batch and v0s.shape[0] != items_a.shape[0]:
+                raise ValueError(
+                    f"v0: expected {items_a.shape[0]} rows (one per list), got "
+                    f"{v0s.shape[0]}"
+                )
+        it = jnp.asarray(items_a, jnp.int32)
+        if not batch:
+            self.state = self._update(
+                self.state, it, jnp.asarray(r), self._ctx._replace(v0=jnp.asarray(v0s))
+            )
+        else:
+            self.state = self._update_many(
+                self.state, it, jnp.asarray(r), jnp.asarray(v0s)
+            )
+        self._record(items_a.reshape(-1, self.L), r.reshape(-1, self.L),
+                     np.asarray(v0s, float).reshape(-1, d))
 
-    def _record(self, items, rewards) -> None:
+    def _record(self, items, rewards, v0s) -> None:
         """Keep the impressions on the host (for posterior diagnostics)."""
-        hist = getattr(self, "_history", None)
-        if hist is None:
-            hist = self._history = ([], [])
-        hist[0].append(items)
-        hist[1].append(rewards)
+        self._history[0].append(items)
+        self._history[1].append(rewards)
+        self._history[2].append(v0s)
 
     def history(self) -> tuple[np.ndarray, np.ndarray]:
         """All impressions learnt from: items (n, L) and rewards (n, L)."""
-        hist = getattr(self, "_history", None)
-        if not hist or not hist[0]:
-            return np.zeros((0, self.L), int), np.zeros((0, self.L))
-        return np.concatenate(hist[0]), np.concatenate(hist[1])
+        items, rewards, _ = self._history_arrays()
+        return items, rewards
 
-    def _check_rewards(self, rewards) -> None:
-        """The model's reward check if it has one, else finiteness."""
-        check = getattr(getattr(self, "model", None), "check_rewards", None)
-        if check is not None:
-            check(rewards)
-        elif not np.all(np.isfinite(rewards)):
-            raise ValueError("rewards: expected finite rewards, found NaN or inf")
+    def _history_arrays(self):
+        hist = self._history
+        if not hist[0]:
+            d = self.items.shape[1]
+            return np.zeros((0, self.L), int), np.zeros((0, self.L)), np.zeros((0, d))
+        return tuple(np.concatenate(h) for h in hist)
 
-    def _arrays(self) -> dict:
-        out = {name: getattr(self, name) for name in self._array_args}
+    # ----------------------------------------------------------------- the scores
+    def scores(self, *, v0=None):
+        """The tables the last :meth:`select` maximised, for a request with ``v0``.
+
+        Pairwise policies return ``(first (K,), pairs (L-1, K, K))`` (the Thompson
+        draw's or the optimistic scores), so ``best_list(*policy.scores(v0=v))``
+        reproduces ``select(v0=v)`` at the same estimate; window policies return
+        the list of window tables. O(L K^2) memory: meant for moderate K.
+
+        Args:
+            v0: (d,) the request's last item; None: the v0 of the last select.
+        """
+        if self._last is None:
+            raise RuntimeError("scores: call select() first")
+        params = self._last.params
+        v = self._last_v0 if v0 is None else jnp.asarray(check_v0(v0, self.items.shape[1]))
+        out = self._scores(params, self.state.items, v)
+        K = self.K
+        if self._core.tables.kind == "window":
+            return [t[(slice(0, K),) * t.ndim] for t in out]
+        first, pairs = out
+        return first[:K], pairs[:, :K, :K]
+
+    # ------------------------------------------------------------------- new items
+    def add_items(self, vectors) -> np.ndarray:
+        """Add items at run time: vectors (m, d). Returns their (m,) indices.
+
+        Learnt parameters are untouched (theta lives per position, not per item).
+        Capacity grows by doubling, so adding items recompiles only when it grows.
+        """
+        d = self.items.shape[1]
+        V = _real_array(vectors, "vectors")
+        if V.ndim != 2 or V.shape[1] != d or V.shape[0] < 1:
+            raise ValueError(f"vectors: expected shape (m, d) = (m, {d}), got {V.shape}")
+        if not np.all(np.isfinite(V)):
+            raise ValueError("vectors: expected finite values, found NaN or inf")
+        m = V.shape[0]
+        K_new = self.K + m
+        Kc = self.state.items.shape[0]
+        items = np.asarray(self.state.items)
+        active = np.asarray(self.state.active)
+        if K_new > Kc:
+            cap = max(K_new, 2 * Kc)
+            items = np.concatenate([items, np.zeros((cap - Kc, d), items.dtype)])
+            active = np.concatenate([active, np.zeros(cap - Kc, bool)])
+        items[self.K : K_new] = V
+        active[self.K : K_new] = True
+        self.state = self.state._replace(
+            items=jnp.asarray(items, self.state.items.dtype), active=jnp.asarray(active)
+        )
+        idx = np.arange(self.K, K_new)
+        self.items = np.concatenate([self.items, V])
         if self.mask is not None:
-            out["mask"] = self.mask
-        return out
+            self.mask = np.concatenate([self.mask, np.ones(m, bool)])
+        self.K = K_new
+        self._default_ctx()
+        return idx
 
     # ---------------------------------------------------------------- the posterior
-    def features(self, lists) -> np.ndarray:
+    def features(self, lists, v0=None) -> np.ndarray:
         """(..., L, p) the features each position's model learns from, for shown
-        lists (..., L): ``v_{a^l} + sum_i w_{l,i} v_{a^{l-i}}`` unless a policy says
-        otherwise (GenRankUCB: ``(v_{a^l}, v_{a^{l-1}})``; the baseline: ``v_{a^l}``)."""
-        W = np.asarray(self.w)
-        W2 = W[:, None] if W.ndim == 1 else W
-        return np.asarray(
-            scores.list_features(
-                jnp.asarray(self.items),
-                jnp.asarray(W2),
-                jnp.asarray(self.v0),
-                jnp.asarray(lists, jnp.int32),
-            )
-        )
+        lists (..., L) in the context v0 (d,) or (..., d) (default: the
+        constructor's)."""
+        lists = np.asarray(lists)
+        d = self.items.shape[1]
+        v = np.asarray(self.v0 if v0 is None else v0, float)
+        v = np.broadcast_to(v, lists.shape[:-1] + (d,)).reshape(-1, d)
+        flat = jnp.asarray(lists.reshape(-1, self.L), jnp.int32)
+        feats = self._features_fn()(self.state.items, flat, jnp.asarray(v))
+        return np.asarray(feats).reshape(lists.shape + (-1,))
+
+    def _features_fn(self):
+        fn = getattr(self, "_feats_jit", None)
+        if fn is None:
+            fn = self._feats_jit = jax.jit(jax.vmap(self._features, in_axes=(None, 0, 0)))
+        return fn
 
     def posterior_mean(self) -> np.ndarray:
         """(L, p) posterior mean of each position's parameter (for the UCB policies,
@@ -311,14 +445,21 @@ class Policy:
         # Models that keep only sufficient statistics take the history as ``data``;
         # NUTS models hold their own (possibly windowed) data buffers and take none.
         if "data" in inspect.signature(self.model.to_datatree).parameters:
-            items, rewards = self.history()
-            x = self.features(items)
-            kwargs["data"] = (x[:, position, :], rewards[:, position])
+            items, rewards, v0s = self._history_arrays()
+            x = self.features(items, v0s)
+            seen = np.isfinite(rewards[:, position])
+            kwargs["data"] = (x[seen, position, :], rewards[seen, position])
         return self.model.to_datatree(
             self.state.model, int(position), key=key, **kwargs
         )
 
     # ------------------------------------------------------------------ persistence
+    def _arrays(self) -> dict:
+        out = {name: getattr(self, name) for name in self._array_args}
+        if self.mask is not None:
+            out["mask"] = self.mask
+        return out
+
     def save(self, path) -> None:
         """Save the policy: arrays in ``path`` (.npz), configuration as JSON inside.
 
@@ -332,13 +473,15 @@ class Policy:
         }
         for name, arr in self._arrays().items():
             arrays[f"arg_{name}"] = np.asarray(arr)
-        items, rewards = self.history()
+        items, rewards, v0s = self._history_arrays()
         arrays["history_items"], arrays["history_rewards"] = items, rewards
+        arrays["history_v0"] = v0s
         cfg = {
             "class": type(self).__name__,
             "format": 1,
             "seed": self.seed,
             "t": self.t,
+            "K": self.K,
             "n_state": len(leaves),
             "key_leaves": key_leaves,
             "config": self._config(),
@@ -370,6 +513,14 @@ class Policy:
             for i, x in enumerate(leaves)
         ]
         ref_leaves, treedef = jax.tree_util.tree_flatten(obj.state)
+        items_cap = leaves[len(jax.tree_util.tree_leaves(obj.state.model))
+                           + len(jax.tree_util.tree_leaves(obj.state.est))]
+        if np.shape(items_cap)[0] != obj.state.items.shape[0]:  # grown capacity
+            obj.state = obj.state._replace(
+                items=jnp.zeros(np.shape(items_cap), obj.state.items.dtype),
+                active=jnp.zeros(np.shape(items_cap)[0], bool),
+            )
+            ref_leaves, treedef = jax.tree_util.tree_flatten(obj.state)
         if len(ref_leaves) != len(leaves) or any(
             np.shape(a) != np.shape(b) or _is_key(a) != _is_key(b)
             for a, b in zip(ref_leaves, leaves)
@@ -383,8 +534,11 @@ class Policy:
             ],
         )
         obj.t = int(cfg["t"])
+        obj._default_ctx()
         if data["history_items"].size:
-            obj._record(data["history_items"], data["history_rewards"])
+            obj._record(
+                data["history_items"], data["history_rewards"], data["history_v0"]
+            )
         return obj
 
     def __repr__(self) -> str:

@@ -5,12 +5,11 @@ One linear bandit per position that ignores the previous item: position l learns
 neighbour dependence its model is misspecified and it settles on a suboptimal list
 (Figure 1, right). With ``w = 0`` it is the right model and converges.
 
-* ``kind="ucb"``: LinUCB per position, the RankUCB core with ``w = 0`` (the scores
-  separate, so the decode is O(L K): each position's best item, or the exact distinct
-  assignment with ``distinct=True``);
-* ``kind="ts"``: linear Thompson sampling per position, the RankTS core with ``w = 0``
-  and the conjugate ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``
-  posterior (``delta`` and ``alpha`` are not used).
+* ``kind="ucb"``: LinUCB per position: the RankUCB parts with the item features and
+  separable tables (O(L K) decode, or the exact distinct assignment);
+* ``kind="ts"``: linear Thompson sampling per position: the RankTS parts with the
+  conjugate ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)`` posterior
+  (``delta`` and ``alpha`` are not used).
 
 Example:
     >>> import bayesrank as br
@@ -22,13 +21,15 @@ Example:
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
-from bayesrank import scores
 from bayesrank.policies.base import check_items_w_v0
-from bayesrank.policies.ts import rank_ts
-from bayesrank.policies.ucb import UCBPolicy, rank_ucb, ucb_separable_parts
+from bayesrank.policies.bonus import UCBTables
+from bayesrank.policies.core import compose
+from bayesrank.policies.estimate import Optimistic, Thompson
+from bayesrank.policies.features import item_features
+from bayesrank.policies.tables import LinearTables
+from bayesrank.policies.ucb import UCBPolicy
 
 __all__ = ["RankedBaseline"]
 
@@ -79,49 +80,29 @@ class RankedBaseline(UCBPolicy):
         self.items, self.w, self.v0 = V, W, v0a
         self.kind = kind
         self._init_common(None, delta, lam, alpha, m2, None, distinct, mask)
-        self.c1 = 1.0
+        args = self._width_args(self._norm_max())
+        zeros = np.zeros(L)
         if kind == "ucb":
-            core = rank_ucb(self.model, V, W, v0a, m2=self.m2, **self._core_kwargs())
+            estimate = Optimistic(self.model, **args)
+            tables = UCBTables(zeros, self.model.link, separable=True)
         else:
-            core = rank_ts(
-                self.model, V, W[:, None], v0a, distinct=self.distinct, mask=self.mask
-            )
+            estimate = Thompson(self.model)
+            tables = LinearTables(zeros, self.model.link)
+        self._features = item_features
+        core = compose(self.model, item_features, estimate, tables, V, L=L,
+                       p=V.shape[1], distinct=self.distinct)
         self._setup(core, seed)
 
-    def _gram_state(self):
+    def _ucb_only(self, name):
         if self.kind == "ts":
-            raise AttributeError("logdet/width: only defined for kind='ucb'")
-        return self.state
+            raise AttributeError(f"{name}: only defined for kind='ucb'")
 
     def logdet(self) -> np.ndarray:
         """(L,) log det V^l (``kind="ucb"`` only)."""
-        return np.asarray(self._gram_state().logdet)
+        self._ucb_only("logdet")
+        return super().logdet()
 
     def width(self) -> np.ndarray:
         """(L,) the next UCB width (``kind="ucb"`` only)."""
-        self._gram_state()
+        self._ucb_only("width")
         return super().width()
-
-    def scores(self):
-        """Per-position scores behind the last selection, ``(first (K,), pairs
-        (L-1, K, K))``; ``pairs[l-2, i, j]`` does not depend on i."""
-        if self._last is None:
-            raise RuntimeError("scores: call select() first")
-        items = jnp.asarray(self.items)
-        if self.kind == "ucb":
-            s = ucb_separable_parts(self._last.params, items, self._links)
-        else:
-            s = self._last.params @ items.T  # the Thompson draw, identity link
-        pairs = jnp.broadcast_to(s[1:, None, :], (self.L - 1, self.K, self.K))
-        return s[0], pairs
-
-    def features(self, lists) -> np.ndarray:
-        """(..., L, d) the features the baseline learns from: the shown items."""
-        return np.asarray(
-            scores.list_features(
-                jnp.asarray(self.items),
-                jnp.zeros((self.L, 1)),
-                jnp.asarray(self.v0),
-                jnp.asarray(lists),
-            )
-        )

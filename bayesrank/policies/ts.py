@@ -16,85 +16,36 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
-import jax.numpy as jnp
-
-from bayesrank import decode, scores
 from bayesrank.policies.base import (
     Policy,
-    PolicyCore,
-    Selection,
     check_items_w_v0,
-    check_mask,
     check_model,
     model_config,
     model_from_config,
 )
+from bayesrank.policies.context import check_mask
+from bayesrank.policies.core import PolicyCore, compose
+from bayesrank.policies.estimate import Thompson
+from bayesrank.policies.features import window_features
+from bayesrank.policies.tables import LinearTables, WindowTables
 
-__all__ = ["RankTS", "TSState", "decode_scores", "model_from_config", "rank_ts"]
-
-
-class TSState(NamedTuple):
-    model: Any  # the posterior model's state, batched over positions
-
-
-def decode_scores(theta, items, W, v0, links, *, distinct=False, mask=None):
-    """Decode the best list under a point estimate theta (L, d); jittable.
-
-    Chooses the separable O(L K) path for the identity link with pairwise dependence,
-    the dense DP for other links, the window DP for S > 2.
-
-    Returns:
-        items (L,) int32, value ().
-    """
-    S = W.shape[1] + 1
-    if S == 2:
-        w = W[:, 0]
-        if all(lk.name == "identity" for lk in links) and not distinct:
-            first, A, B = scores.linear_parts(theta, items, w, v0)
-            return decode.separable_in_jit(first, A, B, mask=mask)
-        first, pairs = scores.pair_scores(theta, items, w, v0, links)
-        return decode.decode_in_jit(first, pairs, distinct=distinct, mask=mask)
-    if distinct:
-        raise ValueError("distinct: not supported with a window of S > 2 items")
-    tables = scores.window_scores(theta, items, W, v0, links)
-    if mask is not None:
-        m = jnp.asarray(mask)
-        tables = [jnp.where(m, t, -jnp.inf) for t in tables]
-    return decode.window_decode(tables)
+__all__ = ["RankTS", "rank_ts"]
 
 
-def rank_ts(model, items, W, v0, *, distinct=False, mask=None) -> PolicyCore:
-    """The functional core of RankTS.
+def rank_ts(model, items, W, *, distinct=False) -> PolicyCore:
+    """The functional core of RankTS: a Thompson draw, linear or window tables.
 
     Args:
         model: a per-position posterior (see :mod:`bayesrank.posteriors.base`).
-        items: (K, d) item vectors; W: (L, S-1) dependency weights; v0: (d,).
-        distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
+        items: (K, d) item vectors; W: (L, S-1) dependency weights.
+        distinct: forbid repeated items.
     """
-    items = jnp.asarray(items)
-    W = jnp.asarray(W)
-    v0 = jnp.asarray(v0)
-    L, d = W.shape[0], items.shape[1]
-    links = (model.link,) * L
-    mask_j = None if mask is None else jnp.asarray(mask)
-
-    def init():
-        return TSState(model.init(L, d))
-
-    def select(key, state):
-        theta, mstate = model.draw(key, state.model)
-        chosen, value = decode_scores(
-            theta, items, W, v0, links, distinct=distinct, mask=mask_j
-        )
-        return TSState(mstate), Selection(chosen, value, theta)
-
-    def update(state, chosen, rewards):
-        x = scores.list_features(items, W, v0, chosen)
-        return TSState(model.update(state.model, x, rewards))
-
-    return PolicyCore(init, select, update)
+    L, S = W.shape[0], W.shape[1] + 1
+    tables = LinearTables(W[:, 0], model.link) if S == 2 else WindowTables(W, model.link)
+    return compose(
+        model, window_features(W), Thompson(model), tables, items,
+        L=L, p=items.shape[1], distinct=distinct,
+    )
 
 
 class RankTS(Policy):
@@ -107,9 +58,10 @@ class RankTS(Policy):
         L: list length (taken from ``w`` if omitted).
         w: (L,) dependency on the previous item, or (L, S-1) for a window; zeros if
             omitted (the ranked-bandits assumption).
-        v0: (d,) the user's last item; zeros if omitted.
+        v0: (d,) the default user's last item (zeros if omitted); each request may
+            give its own to ``select``/``update``.
         distinct: forbid repeated items in a list.
-        mask: (K,) bool, True where an item may be shown.
+        mask: (K,) bool, True where an item may be shown by default.
         seed: the seed of the Thompson draws.
     """
 
@@ -132,43 +84,21 @@ class RankTS(Policy):
         check_model(model, ("init", "update", "draw", "mean", "link"))
         V, W, v0a, L = check_items_w_v0(items, L, w, v0)
         self.K, self.L = V.shape[0], L
+        W2 = W[:, None] if W.ndim == 1 else W
         if distinct and self.K < L:
             raise ValueError(f"distinct: needs K >= L, got K={self.K} and L={L}")
-        if distinct and W.ndim == 2 and W.shape[1] > 1:
+        if distinct and W2.shape[1] > 1:
             raise ValueError("distinct: not supported with a window of S > 2 items")
         self.mask = check_mask(mask, self.K, L, distinct)
         self.model = model
         self.items, self.w, self.v0 = V, W, v0a
         self.distinct = bool(distinct)
-        W2 = W[:, None] if W.ndim == 1 else W
-        self._W2 = W2
+        self._features = window_features(W2)
         self.vmappable = bool(getattr(model, "vmappable", True))
-        self._setup(
-            rank_ts(model, V, W2, v0a, distinct=self.distinct, mask=self.mask), seed
-        )
+        self._setup(rank_ts(model, V, W2, distinct=self.distinct), seed)
 
-    # ----------------------------------------------------------------------- extras
-    def scores(self):
-        """Per-position scores behind the last selection: ``(first, pairs)`` for
-        pairwise dependence, the window tables otherwise. Built from the Thompson draw
-        (O(L K^2) memory; meant for inspection at moderate K)."""
-        if self._last is None:
-            raise RuntimeError("scores: call select() first")
-        theta = self._last.params
-        links = (self.model.link,) * self.L
-        items, v0 = jnp.asarray(self.items), jnp.asarray(self.v0)
-        if self._W2.shape[1] == 1:
-            w = jnp.asarray(self._W2[:, 0])
-            return scores.pair_scores(theta, items, w, v0, links)
-        return scores.window_scores(theta, items, jnp.asarray(self._W2), v0, links)
-
-    # ------------------------------------------------------------------ persistence
     def _config(self) -> dict:
-        return {
-            "model": model_config(self.model),
-            "distinct": self.distinct,
-            "has_mask": self.mask is not None,
-        }
+        return {"model": model_config(self.model), "distinct": self.distinct}
 
     @classmethod
     def _from_config(cls, cfg, args, seed, overrides):

@@ -69,12 +69,15 @@ def _play(core, env, T: int, best):
 
     The same keys per round as :func:`bayesrank.experiments.simulate.run_scan`.
     """
+    from bayesrank.policies.context import Context
+
+    ctx = Context(env.v0, jnp.ones(env.K, bool))
 
     def run(state, pkey, nkey):
         def step(state, t):
-            state, sel = core.select(jax.random.fold_in(pkey, t), state)
+            state, sel = core.select(jax.random.fold_in(pkey, t), state, ctx)
             rewards = env.sample(jax.random.fold_in(nkey, t), sel.items)
-            state = core.update(state, sel.items, rewards)
+            state = core.update(state, sel.items, rewards, ctx)
             return state, (best - env.expected_reward(sel.items), sel.items, rewards)
 
         state, (regret, items, rewards) = jax.lax.scan(step, state, jnp.arange(T))
@@ -114,7 +117,7 @@ def _conjugate_fns(cell: Cell, T: int):
     def play(hyper, pkeys, nkeys):
         def one_cell(h):
             model = build_model(prior, T, h)
-            core = rank_ts(model, env.items, env.W, env.v0)
+            core = rank_ts(model, env.items, env.W)
             run = _play(core, env, T, best)
             state0 = core.init()
             return jax.vmap(lambda pk, nk: run(state0, pk, nk)[1:])(pkeys, nkeys)

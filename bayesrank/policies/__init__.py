@@ -1,0 +1,36 @@
+"""Policies composed from parts: features, estimate, tables and one decoder.
+
+:mod:`.core` assembles a functional core (pure init/select/update/select_batch over a
+NamedTuple state, the request's :class:`~.context.Context` passed explicitly);
+:mod:`.base` is the friendly class on top. RankTS, RankUCB, GenRankUCB,
+WindowRankUCB and RankedBaseline are short constructors over the parts.
+"""
+
+from bayesrank.policies.baseline import RankedBaseline
+from bayesrank.policies.base import Policy
+from bayesrank.policies.bonus import BonusRest, UCBParams
+from bayesrank.policies.context import Context
+from bayesrank.policies.core import PolicyCore, PolicyState, Selection, compose
+from bayesrank.policies.estimate import Optimistic, Thompson
+from bayesrank.policies.gen_ucb import GenRankUCB
+from bayesrank.policies.ts import RankTS
+from bayesrank.policies.ucb import RankUCB
+from bayesrank.policies.window_ucb import WindowRankUCB
+
+__all__ = [
+    "BonusRest",
+    "Context",
+    "GenRankUCB",
+    "Optimistic",
+    "Policy",
+    "PolicyCore",
+    "PolicyState",
+    "RankTS",
+    "RankUCB",
+    "RankedBaseline",
+    "Selection",
+    "Thompson",
+    "UCBParams",
+    "WindowRankUCB",
+    "compose",
+]

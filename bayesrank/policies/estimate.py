@@ -1,0 +1,99 @@
+"""Estimates: what a policy scores lists with, read from its per-position posterior.
+
+* :class:`Thompson`: one draw of theta per position per round (RankTS);
+* :class:`Optimistic`: the posterior mean (``model.refresh`` first, so MCMC chains
+  advance and the mean is current) plus a confidence width per position (the UCB
+  family). The width reads the Gram factor and log det from the posterior's own state
+  (``model.gram``): one copy of every matrix. Models without a Gaussian precision
+  (NUTS) have no ``gram``; for them the estimate keeps the Gram factor of
+  ``V = lam I + sum x x^T`` itself.
+
+An estimate is ``init(L, p) -> est_state``, ``update(est_state, x, valid) ->
+est_state`` and ``__call__(key, model_state, est_state) -> (params, model_state)``,
+all pure. ``random`` says whether two calls with different keys may differ (then a
+batch of requests gets one independent draw each).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from bayesrank.policies.bonus import UCBParams, confidence_width
+from bayesrank.posteriors.linalg import chol_update, logdet_increment
+
+__all__ = ["Optimistic", "Thompson"]
+
+
+class Thompson:
+    """A Thompson draw ``theta (L, p)`` from the posterior."""
+
+    random = True
+
+    def __init__(self, model):
+        self.model = model
+
+    def init(self, L: int, p: int):
+        return ()
+
+    def update(self, est, x, valid):
+        return est
+
+    def __call__(self, key, mstate, est):
+        theta, mstate = self.model.draw(key, mstate)
+        return theta, mstate
+
+
+class Optimistic:
+    """``UCBParams(theta_hat, width / c1, chol)`` from the posterior mean.
+
+    Args:
+        model: the per-position posterior; its mean is theta_hat.
+        lam, delta, m2, alpha: the width (Lemma 1, or the constant alpha).
+        c1: the link's lower derivative bound (1 for the identity link).
+    """
+
+    random = False
+
+    def __init__(self, model, *, lam, delta, m2, alpha, c1):
+        self.model = model
+        self.lam, self.delta, self.m2, self.alpha = lam, delta, m2, alpha
+        self.c1 = float(c1)
+        self.own_gram = not hasattr(model, "gram")
+
+    def init(self, L: int, p: int):
+        if not self.own_gram:
+            return ()
+        dtype = jnp.result_type(float)
+        chol = jnp.broadcast_to(math.sqrt(self.lam) * jnp.eye(p, dtype=dtype), (L, p, p))
+        return chol, jnp.zeros((L,), dtype)
+
+    def update(self, est, x, valid):
+        if not self.own_gram:
+            return est
+        chol, ratio = est
+        x = jnp.where(valid[:, None], x, 0.0).astype(chol.dtype)
+        inc = jax.vmap(logdet_increment)(chol, x)
+        return jax.vmap(chol_update)(chol, x), ratio + inc
+
+    def gram(self, mstate, est):
+        """``(chol (L, p, p), log det V - log det V_0 (L,))``."""
+        return est if self.own_gram else self.model.gram(mstate)
+
+    def width(self, mstate, est):
+        """(L,) the width before the division by c1."""
+        chol, ratio = self.gram(mstate, est)
+        del chol
+        return confidence_width(
+            ratio, lam=self.lam, delta=self.delta, m2=self.m2, alpha=self.alpha
+        )
+
+    def __call__(self, key, mstate, est):
+        refresh = getattr(self.model, "refresh", None)
+        if refresh is not None:
+            mstate = refresh(key, mstate)
+        chol, _ = self.gram(mstate, est)
+        width = self.width(mstate, est) / self.c1
+        return UCBParams(self.model.mean(mstate), width, chol), mstate
