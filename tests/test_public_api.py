@@ -9,7 +9,10 @@ import bayesrank as br
 MODULES = [
     "bayesrank", "bayesrank.posteriors", "bayesrank.sensitivity", "bayesrank.experiments",
     "bayesrank.decode", "bayesrank.graph", "bayesrank.bounds", "bayesrank.noise",
-    "bayesrank.links", "bayesrank.plots", "bayesrank.policies.ucb",
+    "bayesrank.links", "bayesrank.plots", "bayesrank.backward",
+    "bayesrank.policies", *(f"bayesrank.policies.{m}" for m in (
+        "base", "baseline", "bonus", "context", "core", "decoder", "estimate",
+        "features", "gen_ucb", "tables", "ts", "ucb", "window_ucb")),
 ]
 
 

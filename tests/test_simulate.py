@@ -49,12 +49,49 @@ def test_vmapped_runs_equal_separate_runs(env):
 
 
 def test_common_random_numbers_and_regret_sign(env):
-    ds = simulate(env, _factories(env), T=50, runs=2, seed=0, progress=False)
+    """Every policy meets the same noise: the realised reward of run r, round t is
+    env.sample(fold_in(noise_key(seed, r), t), list) for the list that policy showed,
+    so two policies showing the same list get the same reward."""
+    seed, T = 0, 50
+    ds = simulate(env, _factories(env), T=T, runs=2, seed=seed, record_lists=True,
+                  progress=False)
     assert (ds["regret"].values >= -1e-9).all()
-    # the noise is shared: realised minus expected reward is identical across policies
-    # whenever both policies show the same list; at least the shapes and coords agree
-    assert ds["regret"].dims == ("policy", "run", "round")
-    assert list(ds["policy"].values) == ["RankTS", "RankTS (w=0)"]
+    for name in ds["policy"].values:
+        for r in range(2):
+            nk = noise_key(seed, r)
+            lists = ds["lists"].sel(policy=name, run=r).values
+            want = [float(np.sum(env.sample(jax.random.fold_in(nk, t), lists[t])))
+                    for t in range(T)]
+            np.testing.assert_allclose(
+                ds["reward"].sel(policy=name, run=r).values, want, rtol=1e-12, atol=1e-12
+            )
+
+
+def test_users_from_items_equal_python_loop(env):
+    """users="items": round t's user has the item drawn from the user stream as last
+    item; the policy is told that v0 and the regret is against that user's best list."""
+    from bayesrank.experiments.simulate import USER_STREAM
+
+    seed, T = 5, 25
+    facs = _factories(env)
+    ds = simulate(env, facs, T=T, runs=1, seed=seed, record_lists=True,
+                  users="items", progress=False)
+    for name, fac in facs.items():
+        pol = fac(policy_seed(seed, 0))
+        nk = noise_key(seed, 0)
+        for t in range(T):
+            kt = jax.random.fold_in(nk, t)
+            u = int(jax.random.randint(jax.random.fold_in(kt, USER_STREAM), (), 0, env.K))
+            user_env = env.with_v0(env.items[u])
+            it = pol.select(v0=np.asarray(env.items[u]))
+            r = np.asarray(user_env.sample(kt, it))
+            pol.update(it, r, v0=np.asarray(env.items[u]))
+            np.testing.assert_array_equal(ds["lists"].sel(policy=name, run=0).values[t], it)
+            best = float(user_env.best()[1])
+            np.testing.assert_allclose(
+                ds["regret"].sel(policy=name, run=0).values[t],
+                best - float(user_env.expected_reward(it)), atol=1e-9,
+            )
 
 
 def test_netcdf_round_trip(env, tmp_path):
@@ -73,9 +110,9 @@ def test_bad_arguments(env):
         simulate(env, {}, T=10, runs=1)
     with pytest.raises(TypeError, match="policies"):
         simulate(env, {"x": 3}, T=10, runs=1)
-    with pytest.raises(ValueError, match="T"):
+    with pytest.raises(ValueError, match="T: expected a positive integer"):
         simulate(env, _factories(env), T=0, runs=1)
-    with pytest.raises(ValueError, match="runs"):
+    with pytest.raises(ValueError, match="runs: expected a positive integer"):
         simulate(env, _factories(env), T=5, runs=-1)
     other = br.RankingEnv.paper(seed=0, K=5, L=3, d=5)
     with pytest.raises(ValueError, match="K="):
@@ -90,10 +127,15 @@ def test_nuts_policy_runs_run_by_run_and_saves(env, tmp_path):
     model = BayesGLM(link="identity", n_max=64, num_warmup=20)
     fac = {"RankTS-NUTS": lambda s: RankTS(model=model, items=env.items, w=env.w, seed=s)}
     assert fac["RankTS-NUTS"](0).vmappable is False
-    a = simulate(env, fac, T=12, runs=2, seed=3, progress=False)
-    b = simulate(env, fac, T=12, runs=2, seed=3, chunk_runs=1, progress=False)
-    np.testing.assert_allclose(a["regret"].values, b["regret"].values)
-    assert np.isfinite(a["regret"].values).all()
+    ds = simulate(env, fac, T=12, runs=2, seed=3, record_lists=True, progress=False)
+    for r in range(2):  # the run-by-run path equals the class loop
+        pol = fac["RankTS-NUTS"](policy_seed(3, r))
+        nk = noise_key(3, r)
+        for t in range(12):
+            it = pol.select()
+            np.testing.assert_array_equal(ds["lists"].sel(run=r).values[0, t], it)
+            pol.update(it, np.asarray(env.sample(jax.random.fold_in(nk, t), it)))
+    assert np.isfinite(ds["regret"].values).all()
 
     pol = fac["RankTS-NUTS"](1)
     for t in range(6):

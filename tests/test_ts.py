@@ -108,13 +108,13 @@ def test_bad_input_raises_and_leaves_state_untouched(env):
 
 
 def test_constructor_checks(env):
-    with pytest.raises(ValueError, match="w"):
+    with pytest.raises(ValueError, match=r"w: expected 3 rows \(one per position"):
         RankTS(items=env.items, L=3, w=env.w)
-    with pytest.raises(ValueError, match="v0"):
+    with pytest.raises(ValueError, match=r"v0: expected shape \(d,\)"):
         RankTS(items=env.items, w=env.w, v0=np.zeros(3))
     with pytest.raises(ValueError, match="items"):
         RankTS(items=np.zeros(5), w=env.w)
-    with pytest.raises(ValueError, match="w"):
+    with pytest.raises(ValueError, match="w: expected finite values"):
         RankTS(items=env.items, w=np.array([0.0, np.nan, 0.0, 0.0]))
     with pytest.raises(TypeError, match="model"):
         RankTS(model="gaussian", items=env.items, w=env.w)
