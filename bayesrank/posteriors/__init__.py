@@ -17,6 +17,7 @@ from bayesrank.posteriors.gaussian import (
     GaussianState,
     NIGState,
 )
+from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
 
 _LAZY = {
     "BayesGLM": "bayesrank.posteriors.nuts",
@@ -30,6 +31,8 @@ __all__ = [
     "GaussianLinear",
     "GaussianLinearUnknownNoise",
     "GaussianState",
+    "LaplaceGLM",
+    "LaplaceState",
     "MaskObserved",
     "NIGState",
     "NumPyroModel",
