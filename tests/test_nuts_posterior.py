@@ -433,7 +433,7 @@ def test_datatree_groups_densities_and_arviz_summaries():
     X, Y = _data(jax.random.key(16), 40, 2, 3, jnp.ones((2, 3)), "logistic")
     state = update_many(model, model.init(2, 3), X, Y)
     dt = model.to_datatree(
-        state, 1, jax.random.key(17), chains=2, draws=300, warmup=300
+        state, 1, key=jax.random.key(17), chains=2, draws=300, warmup=300
     )
     for group in (
         "posterior",

@@ -461,19 +461,19 @@ class GaussianLinear(_ConjugateLinear):
         self,
         state: GaussianState,
         position: int,
-        key=None,
         *,
+        key,
+        data=None,
         draws: int = 1000,
         chains: int = 4,
-        data=None,
     ):
         """The exact posterior at one position, summarised as independent draws.
 
         Args:
             state: the posterior state.
             position: 0-based position.
-            key: JAX PRNG key seeding the draws (``jax.random.key(0)`` if None);
-                the draws are made on the host with NumPy.
+            key: JAX PRNG key seeding the draws (keyword-only, required); the
+                draws are made on the host with NumPy.
             draws, chains: the draws are ``chains`` x ``draws`` exact i.i.d. samples.
             data: ``(X (n, p), y (n,))``, every observation folded into this
                 position (policies pass their history). The state keeps only
@@ -648,11 +648,11 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         self,
         state: NIGState,
         position: int,
-        key=None,
         *,
+        key,
+        data=None,
         draws: int = 1000,
         chains: int = 4,
-        data=None,
     ):
         """Exact posterior draws of theta and sigma at one position, as a DataTree.
 
