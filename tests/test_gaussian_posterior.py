@@ -416,6 +416,35 @@ def test_bad_hyperparameters_raise_naming_the_argument(kwargs, arg):
         GaussianLinear(**kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, arg",
+    [
+        ({"prior_scale": True}, "prior_scale"),
+        ({"prior_scale": "1.0"}, "prior_scale"),
+        ({"prior_scale": 1 + 0j}, "prior_scale"),
+        ({"prior_scale": None}, "prior_scale"),
+        ({"prior_mean": "0"}, "prior_mean"),
+        ({"prior_mean": [True, False]}, "prior_mean"),
+        ({"noise_scale": np.bool_(True)}, "noise_scale"),
+        ({"noise_scale": "2"}, "noise_scale"),
+    ],
+)
+def test_non_real_hyperparameters_raise_type_error(kwargs, arg):
+    with pytest.raises(TypeError, match=arg):
+        GaussianLinear(**kwargs)
+
+
+@pytest.mark.parametrize("value", [np.float32(2.0), np.int64(2), np.array(2.0)])
+def test_numpy_scalar_hyperparameters_are_accepted(value):
+    a = GaussianLinear(prior_scale=value, noise_scale=value)
+    b = GaussianLinear(prior_scale=2.0, noise_scale=2.0)
+    x, y = jnp.ones((1, 2)), jnp.ones(1)
+    sa = a.update(a.init(1, 2), x, y)
+    sb = b.update(b.init(1, 2), x, y)
+    np.testing.assert_allclose(a.mean(sa), b.mean(sb), rtol=1e-6)
+    GaussianLinearUnknownNoise(a0=np.float32(3.0), b0=np.int32(1))
+
+
 @pytest.mark.parametrize("kwargs, arg", [({"a0": 0.0}, "a0"), ({"b0": np.nan}, "b0")])
 def test_bad_nig_hyperparameters_raise(kwargs, arg):
     with pytest.raises(ValueError, match=arg):

@@ -84,12 +84,18 @@ def _is_traced(value) -> bool:
 
 
 def _to_float_array(value, name: str) -> np.ndarray:
+    """Real numbers (Python, NumPy scalars or arrays) as float; bools, strings,
+    complex and object values are rejected."""
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
+        raw = np.asarray(None)
+    if raw.dtype.kind not in "iuf":
         raise TypeError(
-            f"{name}: expected a real number or array, got {type(value).__name__}"
-        ) from None
+            f"{name}: expected a real number or array, got {type(value).__name__} "
+            f"({value!r})"
+        )
+    arr = raw.astype(float)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name}: expected finite values, found NaN or inf")
     return arr.item() if arr.ndim == 0 else arr

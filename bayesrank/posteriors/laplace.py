@@ -20,8 +20,8 @@ Every log-likelihood above is concave in eta, so the objective is strongly conve
 the MAP unique. ``update`` writes one row per position into a fixed buffer and refits
 the MAP by Newton's method warm-started at the previous MAP, inside a
 ``lax.while_loop`` (until the step is below ``tol`` relative, at most ``max_iter``
-steps; each step has a vectorised backtracking line search over 12 halvings, which
-makes the exp/Poisson fit safe far from the optimum). The Hessian at the final MAP is
+steps; each step has a backtracking (Armijo) line search, which makes the exp/Poisson
+fit safe far from the optimum and costs one evaluation once warm). The Hessian at the final MAP is
 kept as its lower Cholesky factor: ``draw`` is one triangular solve per position and
 ``gram`` hands the factor to UCB widths without a second copy. Cost of one update:
 O(iterations x n_max x p^2) per position (typically 1-3 warm-started iterations).
@@ -70,8 +70,8 @@ LAPLACE_LINKS = ("logistic", "probit", "exp", "identity")
 
 _SUPPORT = {"logistic": "binary", "probit": "binary", "exp": "count", "identity": "real"}
 
-#: step sizes tried by the line search: 1, 1/2, ..., 2^-11
-_STEPS = tuple(2.0**-k for k in range(12))
+#: most halvings of the Newton step in the backtracking line search
+_MAX_HALVINGS = 30
 
 
 class LaplaceState(NamedTuple):
@@ -141,7 +141,6 @@ def newton_map(link: str, lam, x, y, mask, theta0, tol, max_iter: int):
     derivs = _derivs(link)
     p = x.shape[-1]
     eye = jnp.eye(p, dtype=x.dtype)
-    steps = jnp.asarray(_STEPS, x.dtype)
     tiny = 64.0 * jnp.finfo(x.dtype).eps
 
     def objective(theta):
@@ -159,26 +158,47 @@ def newton_map(link: str, lam, x, y, mask, theta0, tol, max_iter: int):
         return grad, jnp.linalg.cholesky(0.5 * (hess + hess.T))
 
     def body(carry):
-        theta, grad, chol, it, _ = carry
+        theta, f0, grad, chol, it, _ = carry
         delta = linalg.chol_solve(chol, grad)
         decrement = jnp.dot(grad, delta)
-        f0 = objective(theta)
-        f = jax.vmap(lambda t: objective(theta - t * delta))(steps)
-        ok = f <= f0 - 1e-4 * steps * decrement + tiny * (1.0 + jnp.abs(f0))
-        idx = jnp.where(jnp.any(ok), jnp.argmax(ok), jnp.argmin(f))
-        t = jnp.where(f[idx] <= f0 + tiny * (1.0 + jnp.abs(f0)), steps[idx], 0.0)
+        slack = tiny * (1.0 + jnp.abs(f0))
+
+        # backtracking: halve the step until the Armijo condition holds (the full
+        # Newton step almost always does once warm: one evaluation)
+        def ls_cond(c):
+            t, f, k = c
+            return (f > f0 - 1e-4 * t * decrement + slack) & (k < _MAX_HALVINGS)
+
+        def ls_body(c):
+            t, _, k = c
+            t = 0.5 * t
+            return t, objective(theta - t * delta), k + 1
+
+        one = jnp.ones((), x.dtype)
+        t, f, _ = jax.lax.while_loop(
+            ls_cond, ls_body, (one, objective(theta - delta), jnp.zeros((), jnp.int32))
+        )
+        ok = f <= f0 + slack  # no decrease at all: stop where we are
+        t = jnp.where(ok, t, 0.0)
         step = t * delta
         theta = theta - step
         grad, chol = grad_chol(theta)
         small = jnp.max(jnp.abs(step)) <= tol * (1.0 + jnp.max(jnp.abs(theta)))
-        return theta, grad, chol, it + 1, small
+        return theta, jnp.where(ok, f, f0), grad, chol, it + 1, small
 
     def cond(carry):
-        return (~carry[4]) & (carry[3] < max_iter)
+        return (~carry[5]) & (carry[4] < max_iter)
 
     grad, chol = grad_chol(theta0)
-    init = (theta0, grad, chol, jnp.zeros((), jnp.int32), jnp.zeros((), bool))
-    theta, _, chol, it, _ = jax.lax.while_loop(cond, body, init)
+    init = (
+        theta0,
+        objective(theta0),
+        grad,
+        chol,
+        jnp.zeros((), jnp.int32),
+        jnp.zeros((), bool),
+    )
+    theta, _, _, chol, it, _ = jax.lax.while_loop(cond, body, init)
     return theta, chol, it
 
 
