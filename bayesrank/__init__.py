@@ -18,7 +18,7 @@ from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
 from bayesrank.policies.window_ucb import WindowRankUCB
-from bayesrank.posteriors import GaussianLinear, GaussianLinearUnknownNoise
+from bayesrank.posteriors import GaussianLinear, GaussianLinearUnknownNoise, LaplaceGLM
 
 __version__ = "0.1.0"
 
@@ -37,6 +37,7 @@ __all__ = [
     "GaussianLinear",
     "GaussianLinearUnknownNoise",
     "GenRankUCB",
+    "LaplaceGLM",
     "NumPyroModel",
     "RankTS",
     "RankUCB",

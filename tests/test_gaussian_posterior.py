@@ -275,7 +275,7 @@ def test_datatree_passes_arviz_diagnostics(az, cls):
     X, Y = _data(n=25)
     state = update_many(model, model.init(L, P), X, Y)
     pos = 1
-    dt = model.to_datatree(state, pos, jax.random.key(3), data=(X[:, pos], Y[:, pos]))
+    dt = model.to_datatree(state, pos, key=jax.random.key(3), data=(X[:, pos], Y[:, pos]))
     for group in (
         "posterior",
         "sample_stats",
@@ -315,7 +315,7 @@ def test_psense_flags_a_strong_wrong_prior_but_not_a_weak_one(az):
     for name, scale in (("weak", 2.0), ("strong", 0.05)):
         model = GaussianLinear(prior_scale=scale, noise_scale=0.5)
         state = update_many(model, model.init(1, P), X, Y)
-        dt = model.to_datatree(state, 0, jax.random.key(2), data=(X[:, 0], Y[:, 0]))
+        dt = model.to_datatree(state, 0, key=jax.random.key(2), data=(X[:, 0], Y[:, 0]))
         prior_sens[name] = az.psense_summary(dt)["prior"].astype(float).to_numpy()
     assert np.all(prior_sens["weak"] < 0.05)
     assert np.all(prior_sens["strong"] > 0.05)
@@ -328,7 +328,7 @@ def test_datatree_log_densities_match_scipy():
     X, Y = _data(n=6)
     state = update_many(model, model.init(L, P), X, Y)
     dt = model.to_datatree(
-        state, 0, jax.random.key(1), draws=50, chains=2, data=(X[:, 0], Y[:, 0])
+        state, 0, key=jax.random.key(1), draws=50, chains=2, data=(X[:, 0], Y[:, 0])
     )
     theta = dt["posterior"]["theta"].values
     ref_lp = stats.multivariate_normal(
@@ -346,7 +346,7 @@ def test_nig_datatree_log_prior_is_the_joint_prior_density():
     )
     X, Y = _data(n=5)
     state = update_many(model, model.init(L, P), X, Y)
-    dt = model.to_datatree(state, 2, draws=20, chains=2, data=(X[:, 2], Y[:, 2]))
+    dt = model.to_datatree(state, 2, key=jax.random.key(0), draws=20, chains=2, data=(X[:, 2], Y[:, 2]))
     theta = dt["posterior"]["theta"].values
     sigma2 = dt["posterior"]["sigma"].values ** 2
     cov0 = np.diag(np.array([1.0, 2.0, 0.5, 1.5]) ** 2)
@@ -367,10 +367,10 @@ def test_nig_datatree_log_prior_is_the_joint_prior_density():
 def test_datatree_without_data_omits_likelihood_and_require_groups_says_why():
     model = GaussianLinear()
     state = model.init(L, P)
-    dt = model.to_datatree(state, 0, draws=10, chains=2)
+    dt = model.to_datatree(state, 0, key=jax.random.key(0), draws=10, chains=2)
     assert "log_likelihood" not in dt.children and "log_prior" in dt.children
     empty = (np.zeros((0, P)), np.zeros(0))
-    dt0 = model.to_datatree(state, 0, draws=10, chains=2, data=empty)
+    dt0 = model.to_datatree(state, 0, key=jax.random.key(0), draws=10, chains=2, data=empty)
     assert "log_likelihood" not in dt0.children
     with pytest.raises(ValueError, match="log_likelihood.*data=\\(X, y\\)"):
         require_groups(dt, purpose="psense_summary")
@@ -381,9 +381,9 @@ def test_datatree_rejects_data_that_is_not_the_states_history():
     X, Y = _data(n=5)
     state = update_many(model, model.init(L, P), X, Y)
     with pytest.raises(ValueError, match="data: .*5 observations"):
-        model.to_datatree(state, 0, data=(X[:4, 0], Y[:4, 0]))
+        model.to_datatree(state, 0, key=jax.random.key(0), data=(X[:4, 0], Y[:4, 0]))
     with pytest.raises(ValueError, match="position"):
-        model.to_datatree(state, L, data=(X[:, 0], Y[:, 0]))
+        model.to_datatree(state, L, key=jax.random.key(0), data=(X[:, 0], Y[:, 0]))
 
 
 def test_make_datatree_checks_shapes():
@@ -414,6 +414,35 @@ def test_make_datatree_checks_shapes():
 def test_bad_hyperparameters_raise_naming_the_argument(kwargs, arg):
     with pytest.raises(ValueError, match=arg):
         GaussianLinear(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, arg",
+    [
+        ({"prior_scale": True}, "prior_scale"),
+        ({"prior_scale": "1.0"}, "prior_scale"),
+        ({"prior_scale": 1 + 0j}, "prior_scale"),
+        ({"prior_scale": None}, "prior_scale"),
+        ({"prior_mean": "0"}, "prior_mean"),
+        ({"prior_mean": [True, False]}, "prior_mean"),
+        ({"noise_scale": np.bool_(True)}, "noise_scale"),
+        ({"noise_scale": "2"}, "noise_scale"),
+    ],
+)
+def test_non_real_hyperparameters_raise_type_error(kwargs, arg):
+    with pytest.raises(TypeError, match=arg):
+        GaussianLinear(**kwargs)
+
+
+@pytest.mark.parametrize("value", [np.float32(2.0), np.int64(2), np.array(2.0)])
+def test_numpy_scalar_hyperparameters_are_accepted(value):
+    a = GaussianLinear(prior_scale=value, noise_scale=value)
+    b = GaussianLinear(prior_scale=2.0, noise_scale=2.0)
+    x, y = jnp.ones((1, 2)), jnp.ones(1)
+    sa = a.update(a.init(1, 2), x, y)
+    sb = b.update(b.init(1, 2), x, y)
+    np.testing.assert_allclose(a.mean(sa), b.mean(sb), rtol=1e-6)
+    GaussianLinearUnknownNoise(a0=np.float32(3.0), b0=np.int32(1))
 
 
 @pytest.mark.parametrize("kwargs, arg", [({"a0": 0.0}, "a0"), ({"b0": np.nan}, "b0")])

@@ -197,6 +197,47 @@ def test_bad_options_raise():
         BayesGLM(n_max=10.5)
 
 
+@pytest.mark.parametrize("value", [np.float32(2.0), np.float64(2.0), np.int64(2)])
+def test_numpy_scalar_hyperparameters_are_accepted(value):
+    model = BayesGLM(prior_scale=value, noise_scale=value, target_accept_prob=np.float32(0.9))
+    assert model.prior_scale == 2.0 and type(model.prior_scale) is float
+    assert model.config()["prior_scale"] == 2.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, arg",
+    [
+        ({"prior_scale": True}, TypeError, "prior_scale"),
+        ({"prior_scale": "2.0"}, TypeError, "prior_scale"),
+        ({"prior_scale": np.inf}, ValueError, "prior_scale"),
+        ({"prior_scale": -2}, ValueError, "prior_scale"),
+        ({"noise_scale": np.nan}, ValueError, "noise_scale"),
+        ({"noise_scale": None}, TypeError, "noise_scale"),
+        ({"target_accept_prob": 1.0}, ValueError, "target_accept_prob"),
+        ({"target_accept_prob": "0.8"}, TypeError, "target_accept_prob"),
+        ({"readapt_growth": True}, TypeError, "readapt_growth"),
+        ({"num_warmup": np.float32(100)}, TypeError, "num_warmup"),
+        ({"dense_mass": "yes"}, TypeError, "dense_mass"),
+    ],
+)
+def test_bad_hyperparameter_types_raise(kwargs, err, arg):
+    with pytest.raises(err, match=arg):
+        BayesGLM(**kwargs)
+
+
+def test_refresh_moves_the_mean_towards_the_data():
+    model = LOGISTIC
+    X, Y = _data(jax.random.key(21), 80, 2, 3, jnp.array([[2.0, -1.0, 0.5]] * 2), "logistic")
+    state = update_many(model, model.init(2, 3), X, Y)
+    before = np.asarray(model.mean(state))
+    for k in jax.random.split(jax.random.key(22), 60):
+        state = model.refresh(k, state)
+    after = np.asarray(model.mean(state))
+    assert not np.allclose(before, after)
+    assert np.all(np.linalg.norm(after - np.array([2.0, -1.0, 0.5]), axis=1) < np.linalg.norm(
+        before - np.array([2.0, -1.0, 0.5]), axis=1))
+
+
 def test_overflow_raises_eagerly_and_under_jit():
     model = BayesGLM(link="identity", n_max=2)
     state = model.init(1, 2)
@@ -433,7 +474,7 @@ def test_datatree_groups_densities_and_arviz_summaries():
     X, Y = _data(jax.random.key(16), 40, 2, 3, jnp.ones((2, 3)), "logistic")
     state = update_many(model, model.init(2, 3), X, Y)
     dt = model.to_datatree(
-        state, 1, jax.random.key(17), chains=2, draws=300, warmup=300
+        state, 1, key=jax.random.key(17), chains=2, draws=300, warmup=300
     )
     for group in (
         "posterior",

@@ -13,7 +13,6 @@ t uses the key ``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
@@ -442,15 +441,14 @@ class Policy:
                 f"position: expected an int in [0, {self.L - 1}], got {position!r}"
             )
         key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
-        # Models that keep only sufficient statistics take the history as ``data``;
-        # NUTS models hold their own (possibly windowed) data buffers and take none.
-        if "data" in inspect.signature(self.model.to_datatree).parameters:
-            items, rewards, v0s = self._history_arrays()
-            x = self.features(items, v0s)
-            seen = np.isfinite(rewards[:, position])
-            kwargs["data"] = (x[seen, position, :], rewards[seen, position])
+        # One protocol: models that keep only sufficient statistics read ``data``;
+        # models with their own (possibly windowed) buffers ignore it.
+        items, rewards, v0s = self._history_arrays()
+        x = self.features(items, v0s)
+        seen = np.isfinite(rewards[:, position])
+        data = (x[seen, position, :], rewards[seen, position])
         return self.model.to_datatree(
-            self.state.model, int(position), key=key, **kwargs
+            self.state.model, int(position), key=key, data=data, **kwargs
         )
 
     # ------------------------------------------------------------------ persistence

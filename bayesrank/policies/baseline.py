@@ -63,7 +63,7 @@ class RankedBaseline(UCBPolicy):
         v0=None,
         *,
         delta: float = 0.1,
-        lam: float = 1.0,
+        lam: float | None = None,
         alpha: float | None = None,
         kind: str = "ucb",
         distinct: bool = False,

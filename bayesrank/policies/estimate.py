@@ -4,9 +4,12 @@
 * :class:`Optimistic`: the posterior mean (``model.refresh`` first, so MCMC chains
   advance and the mean is current) plus a confidence width per position (the UCB
   family). The width reads the Gram factor and log det from the posterior's own state
-  (``model.gram``): one copy of every matrix. Models without a Gaussian precision
-  (NUTS) have no ``gram``; for them the estimate keeps the Gram factor of
-  ``V = lam I + sum x x^T`` itself.
+  (``model.gram``): one copy of every matrix, for the identity link, where the
+  posterior precision of the default model *is* ``V = lam I + sum x x^T``. Models
+  without a Gaussian precision (NUTS), and every non-identity link, keep the Gram
+  factor of the design matrix ``V = lam I + sum x x^T`` in the estimate's own state:
+  Lemma 3's confidence set is an ellipsoid in that V (not in the Laplace Hessian,
+  whose weights f'(eta) would shrink it).
 
 An estimate is ``init(L, p) -> est_state``, ``update(est_state, x, valid) ->
 est_state`` and ``__call__(key, model_state, est_state) -> (params, model_state)``,
@@ -61,7 +64,7 @@ class Optimistic:
         self.model = model
         self.lam, self.delta, self.m2, self.alpha = lam, delta, m2, alpha
         self.c1 = float(c1)
-        self.own_gram = not hasattr(model, "gram")
+        self.own_gram = not hasattr(model, "gram") or model.link.name != "identity"
 
     def init(self, L: int, p: int):
         if not self.own_gram:

@@ -87,7 +87,7 @@ class GenRankUCB(UCBPolicy):
         v0=None,
         *,
         delta: float = 0.1,
-        lam: float = 1.0,
+        lam: float | None = None,
         alpha: float | None = None,
         distinct: bool = False,
         mask=None,

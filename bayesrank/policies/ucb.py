@@ -17,10 +17,29 @@ Confidence width (per position, round t):
 Optimistic scores (:mod:`bayesrank.policies.bonus`). For the identity link the UCB of
 a super-arm is exact: ``max_{||theta - theta_hat||_V <= width} <theta, x> =
 <theta_hat, x> + width ||x||_{V^-1}``. For a monotone non-linear link f the policies
-use ``f(<theta_hat, x> + (width/c1) ||x||_{V^-1})`` with ``c1 = min f'`` on the
-declared parameter set (Lemma 3); ``c1`` defaults to ``min(1, f'(-z), f'(0), f'(z))``
-at ``z = m2 * max ||x||`` and may be given.
+use ``f(<theta_hat, x> + (width/c1) ||x||_{V^-1})`` with ``V`` the design Gram matrix
+``lam I + sum x x^T`` (kept by the estimate itself for non-identity links) and
+``c1 = min f'`` on the declared parameter set ``Theta = {||theta|| <= m2}``, i.e.
+over ``|z| <= m2 max ||x||``; ``c1`` defaults to ``min(1, f'(-z), f'(0), f'(z))`` at
+that ``z`` and may be given.
 
+What is guaranteed for a non-linear link (GLM-UCB):
+
+* with ``model=LaplaceGLM(link=...)`` the estimate is the lam-regularised MLE of the
+  paper's Lemma 3 (the root of ``g_t(theta) = sum r x``, found by Newton's method
+  after every update), and ``lam`` is the model's ``1 / prior_scale^2``. If the true
+  theta lies in Theta and the MLE does too, Lemma 3 (Lemma 4 of the appendix: ``c1
+  ||theta - theta'||_V <= ||g(theta) - g(theta')||_{V^-1}``) puts theta within
+  ``width / c1`` of theta_hat in the V-norm with probability ``1 - delta``, so every
+  score above is an upper confidence bound and Theorem 1's regret bound applies.
+  The projection of the MLE onto Theta (Filippi et al. 2010) is *not* applied: when
+  the MLE leaves Theta (early rounds, or m2 chosen too small) the statement above is
+  not proven, though the scores stay finite and the policy keeps learning.
+* with a NUTS model (``BayesGLM``, ``NumPyroModel``) the estimate is the current
+  posterior mean (the chains advance one round in every ``select`` through
+  ``model.refresh``): a heuristic, with no confidence statement.
+
+Example:
 Example:
     >>> import bayesrank as br, jax
     >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
@@ -50,7 +69,9 @@ from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Optimistic
 from bayesrank.policies.features import window_features
 
-__all__ = ["RankUCB", "UCBPolicy", "default_model", "rank_ucb", "resolve_c1"]
+__all__ = [
+    "RankUCB", "UCBPolicy", "default_model", "rank_ucb", "resolve_c1", "resolve_lam",
+]
 
 
 def rank_ucb(model, items, W, *, lam, delta, alpha, m2, c1, distinct=False,
@@ -119,6 +140,25 @@ def check_ucb_args(delta, lam, alpha, m2, c1):
     return delta, lam, alpha, m2, c1
 
 
+def resolve_lam(model, lam):
+    """The ridge parameter of ``V = lam I + sum x x^T``.
+
+    A model that declares its own regulariser (``LaplaceGLM.lam = 1 / prior_scale^2``,
+    whose MAP is the lam-regularised MLE of Lemma 3) fixes it: ``lam=None`` takes the
+    model's, a different value raises. Otherwise ``None`` means 1.0.
+    """
+    own = getattr(model, "lam", None) if model is not None else None
+    if lam is None:
+        return 1.0 if own is None else float(own)
+    if own is not None and not math.isclose(real_arg(lam, "lam"), float(own),
+                                            rel_tol=1e-12):
+        raise ValueError(
+            f"lam: the model's MAP is regularised by lam = 1/prior_scale^2 = {own!r}; "
+            f"the confidence set must use the same, got lam={lam!r} (leave lam unset)"
+        )
+    return lam
+
+
 def resolve_c1(link, c1, m2: float, x_max: float) -> float:
     """c1 for the width: 1 for the identity link, else given or ``link_constants``."""
     if link.name == "identity":
@@ -142,6 +182,7 @@ class UCBPolicy(Policy):
     _takes_model: bool = True
 
     def _init_common(self, model, delta, lam, alpha, m2, c1, distinct, mask):
+        lam = resolve_lam(model, lam)
         delta, lam, alpha, m2, c1 = check_ucb_args(delta, lam, alpha, m2, c1)
         self.delta, self.lam, self.alpha, self.m2 = delta, lam, alpha, m2
         self._c1_arg = c1
@@ -232,7 +273,8 @@ class RankUCB(UCBPolicy):
         w: (L,) dependency on the previous item (zeros if omitted).
         v0: (d,) the default user's last item (zeros if omitted).
         delta: confidence level of Lemma 1, in (0, 1).
-        lam: ridge parameter of ``V = lam I + sum x x^T``.
+        lam: ridge parameter of ``V = lam I + sum x x^T``; None: the model's own
+            regulariser (``LaplaceGLM``: ``1 / prior_scale^2``), else 1.0.
         alpha: None for Lemma 1's width (the default), a float for that constant
             width (the authors' experiments: ``1 + sqrt(log(2/delta)/2)``).
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
@@ -251,7 +293,7 @@ class RankUCB(UCBPolicy):
         v0=None,
         *,
         delta: float = 0.1,
-        lam: float = 1.0,
+        lam: float | None = None,
         alpha: float | None = None,
         distinct: bool = False,
         mask=None,

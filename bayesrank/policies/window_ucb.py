@@ -51,7 +51,7 @@ class WindowRankUCB(UCBPolicy):
         v0=None,
         *,
         delta: float = 0.1,
-        lam: float = 1.0,
+        lam: float | None = None,
         alpha: float | None = None,
         distinct: bool = False,
         mask=None,

@@ -4,7 +4,9 @@ Conjugate Gaussian models (exact, closed form) live in :mod:`.gaussian`; the lin
 algebra they share with the UCB policies in :mod:`.linalg`; the ArviZ DataTree
 builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
 :mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
-conjugate models does not import NumPyro.
+conjugate models does not import NumPyro. :mod:`.laplace` holds the Laplace GLM
+(pure JAX); :func:`register_model` (:mod:`.registry`) names user model functions for
+save/load.
 """
 
 import importlib
@@ -17,12 +19,15 @@ from bayesrank.posteriors.gaussian import (
     GaussianState,
     NIGState,
 )
+from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
 
 _LAZY = {
     "BayesGLM": "bayesrank.posteriors.nuts",
     "MaskObserved": "bayesrank.posteriors.nuts",
     "NumPyroModel": "bayesrank.posteriors.nuts",
     "NutsState": "bayesrank.posteriors.nuts",
+    "register_model": "bayesrank.posteriors.registry",
+    "resolve_model": "bayesrank.posteriors.registry",
 }
 
 __all__ = [
@@ -30,6 +35,8 @@ __all__ = [
     "GaussianLinear",
     "GaussianLinearUnknownNoise",
     "GaussianState",
+    "LaplaceGLM",
+    "LaplaceState",
     "MaskObserved",
     "NIGState",
     "NumPyroModel",
@@ -37,6 +44,8 @@ __all__ = [
     "PosteriorModel",
     "check_reward_support",
     "linalg",
+    "register_model",
+    "resolve_model",
     "update_many",
 ]
 

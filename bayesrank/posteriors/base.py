@@ -13,7 +13,11 @@ be jitted, scanned over rounds and vmapped over runs.
     chol, logdet_ratio = model.gram(state)         # optional: precision factor (L, p, p)
                                                    # and log det over the prior's (L,)
     model.check_rewards(y)                          # host-side support check, raises
-    dt = model.to_datatree(state, position, key)   # ArviZ xarray.DataTree (host side)
+    dt = model.to_datatree(state, position, key=key, data=None)  # ArviZ DataTree
+                                                   # (host side; data = (X, y), the
+                                                   # observations folded in: used by
+                                                   # sufficient-statistic models,
+                                                   # ignored by buffered ones)
     cfg = model.config(); type(model).from_config(cfg)   # JSON-able, for save/load
 
 ``draw`` returns the state too: MCMC models advance their chains there; conjugate
@@ -23,6 +27,11 @@ for a normal impression; policies pass ``isfinite(reward)`` so that a NaN reward
 
 ``gram`` exists only for models whose posterior has a Gaussian precision (conjugate,
 Laplace); UCB policies over other models (NUTS) keep their own Gram factor.
+``refresh`` is a no-op for the closed-form and Laplace models (their mean is current
+after ``update``); NUTS models advance their chains one round there.
+
+Families: GaussianLinear, GaussianLinearUnknownNoise (closed form), LaplaceGLM
+(Laplace approximation at the regularised MLE), BayesGLM / NumPyroModel (NUTS).
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ class PosteriorModel(Protocol):
 
     def check_rewards(self, y) -> None: ...
 
-    def to_datatree(self, state, position: int, key=None, **kwargs): ...
+    def to_datatree(self, state, position: int, *, key, data=None, **kwargs): ...
 
     def config(self) -> dict: ...
 

@@ -84,12 +84,18 @@ def _is_traced(value) -> bool:
 
 
 def _to_float_array(value, name: str) -> np.ndarray:
+    """Real numbers (Python, NumPy scalars or arrays) as float; bools, strings,
+    complex and object values are rejected."""
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
+        raw = np.asarray(None)
+    if raw.dtype.kind not in "iuf":
         raise TypeError(
-            f"{name}: expected a real number or array, got {type(value).__name__}"
-        ) from None
+            f"{name}: expected a real number or array, got {type(value).__name__} "
+            f"({value!r})"
+        )
+    arr = raw.astype(float)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name}: expected finite values, found NaN or inf")
     return arr.item() if arr.ndim == 0 else arr
@@ -461,19 +467,19 @@ class GaussianLinear(_ConjugateLinear):
         self,
         state: GaussianState,
         position: int,
-        key=None,
         *,
+        key,
+        data=None,
         draws: int = 1000,
         chains: int = 4,
-        data=None,
     ):
         """The exact posterior at one position, summarised as independent draws.
 
         Args:
             state: the posterior state.
             position: 0-based position.
-            key: JAX PRNG key seeding the draws (``jax.random.key(0)`` if None);
-                the draws are made on the host with NumPy.
+            key: JAX PRNG key seeding the draws (keyword-only, required); the
+                draws are made on the host with NumPy.
             draws, chains: the draws are ``chains`` x ``draws`` exact i.i.d. samples.
             data: ``(X (n, p), y (n,))``, every observation folded into this
                 position (policies pass their history). The state keeps only
@@ -648,11 +654,11 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         self,
         state: NIGState,
         position: int,
-        key=None,
         *,
+        key,
+        data=None,
         draws: int = 1000,
         chains: int = 4,
-        data=None,
     ):
         """Exact posterior draws of theta and sigma at one position, as a DataTree.
 

@@ -19,20 +19,10 @@ recompiles as data arrive:
 
 Adaptation. The first ``num_warmup`` transitions of each chain adapt step size and
 (diagonal or dense) mass matrix with NumPyro's Stan-style windows, on whatever data have
-arrived (the prior at first). As data accumulate the posterior contracts like
-``n^{-1/2}``, so warm-up re-runs on a geometric schedule: once a position has
-``readapt_start`` observations, then each time its count has grown by ``readapt_growth``
-since the previous re-run began (10, 40, 160, 640, ... by default; between re-runs the
-posterior scale shrinks by at most ``sqrt(readapt_growth) = 2``, which NUTS absorbs
-through its tree depth). A re-run resets the chain's warm-up counter and restarts the
-adapter from the current step size and mass matrix; its transitions are the ordinary
-per-round ones, so re-adaptation adds no cost, no branch and no recompilation. A re-run
-due while an adaptation is still running waits for it to end. A rescue re-run also
-starts when, 25 transitions after a warm-up, the chain's mean acceptance probability is
-below half ``target_accept_prob`` (a step size tuned on too few or too different data can
-freeze a chain otherwise). Draws made while adapting come from an adaptive chain (fine
-for Thompson sampling; ``diagnostics`` says when). Use ``num_warmup`` >= 100: NumPyro's
-windows shrink below 150 and a very short warm-up ends with a poor step size.
+arrived (the prior at first); warm-up then re-runs on the geometric schedule of
+:mod:`bayesrank.posteriors.nuts_adapt`. Draws made while adapting come from an adaptive
+chain (fine for Thompson sampling; ``diagnostics`` says when). Use ``num_warmup`` >= 100:
+NumPyro's windows shrink below 150 and a very short warm-up ends with a poor step size.
 
 Buffer overflow (more than ``n_max`` observations at a position): ``overflow="raise"``
 (default) raises ValueError from ``update`` when called eagerly, and under ``jit`` /
@@ -48,7 +38,15 @@ Posterior mean. ``mean(state)`` is a running mean of the per-round draws (each r
 contributes the average of its ``steps_per_round`` transitions) with weight
 ``1 / min(k, mean_window)`` at round k: the exact average of all rounds for the first
 ``mean_window`` rounds, then an exponentially weighted average over about the last
-``mean_window`` rounds, so it follows the posterior as data arrive.
+``mean_window`` rounds, so it follows the posterior as data arrive. It moves only when
+the chains advance: ``draw`` does, and so does ``refresh(key, state)`` (what a UCB
+policy calls before reading ``mean``).
+
+Module layout: this module holds the online kernel (buffers, init/update/draw/refresh,
+config); :mod:`.nuts_adapt` the re-adaptation schedule; :mod:`.nuts_export` the
+DataTree export with fresh chains (compiled once per model and shape);
+:mod:`.numpyro_compat` everything that touches NumPyro internals; :mod:`.registry` the
+names under which model functions are saved; :mod:`.model_link` the link inference.
 
 Example:
     >>> import jax, jax.numpy as jnp
@@ -64,32 +62,37 @@ Example:
 from __future__ import annotations
 
 import functools
-import importlib
-import json
-import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 from numpyro.distributions import biject_to
-from numpyro.infer.hmc import HMCState, hmc
-from numpyro.infer.hmc_util import IntegratorState, warmup_adapter
-from numpyro.infer.initialization import init_to_median
-from numpyro.infer.util import initialize_model
 from numpyro.infer.util import potential_energy as _potential_energy
 from numpyro.primitives import Messenger
 
 from bayesrank.links import Link, get_link
 from bayesrank.posteriors import models
 from bayesrank.posteriors.base import check_reward_support
+from bayesrank.posteriors.checks import (
+    check_int,
+    positive_float,
+    real_float,
+    unit_interval,
+)
+from bayesrank.posteriors.model_link import infer_link, support_of
+from bayesrank.posteriors.numpyro_compat import (
+    HMCState,
+    Kernel,
+    build_kernel,
+    refresh_potential,
+)
+from bayesrank.posteriors.nuts_adapt import Schedule, readapt
+from bayesrank.posteriors.registry import function_path, resolve_model
 
 __all__ = ["BayesGLM", "MaskObserved", "NumPyroModel", "NutsState"]
-
-#: post-warm-up transitions before a low acceptance rate triggers a rescue re-run
-_RESCUE_AFTER = 25
 
 _SUPPORT_BY_LINK = {
     "identity": "real",
@@ -143,17 +146,6 @@ class MaskObserved(Messenger):
             msg["fn"] = msg["fn"].mask(self.mask)
 
 
-class _Machinery(NamedTuple):
-    init_kernel: Callable
-    sample_kernel: Callable
-    potential_gen: Callable
-    postprocess_gen: Callable
-    hmc0: HMCState
-    wa_init: Callable
-    theta_latent: bool
-    theta_support: Any
-
-
 def _is_key(a) -> bool:
     return hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jax.dtypes.prng_key)
 
@@ -165,18 +157,6 @@ def _typed_key(key):
     return jax.random.wrap_key_data(key)
 
 
-def _where_tree(pred, new, old):
-    """Per-position select on pytrees whose leaves have leading axis L."""
-
-    def sel(a, b):
-        if _is_key(b):
-            return b
-        p = jnp.reshape(pred, pred.shape + (1,) * (jnp.ndim(b) - 1))
-        return jnp.where(p, a, b)
-
-    return jax.tree.map(sel, new, old)
-
-
 def _raise_overflow(full, n_max):
     if np.any(np.asarray(full)):
         raise ValueError(
@@ -185,55 +165,7 @@ def _raise_overflow(full, n_max):
         )
 
 
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name}: expected an int >= {low}, got {value}")
-    return int(value)
-
-
-def _function_path(fn) -> tuple[str, dict]:
-    """'module:qualname' and JSON-able keywords of a module-level function/partial."""
-    kwargs: dict = {}
-    if isinstance(fn, functools.partial):
-        if fn.args:
-            raise TypeError(
-                "config: model partials with positional args cannot be saved"
-            )
-        kwargs = dict(fn.keywords)
-        fn = fn.func
-    qual = getattr(fn, "__qualname__", "")
-    mod = getattr(fn, "__module__", None)
-    if not mod or "<" in qual:
-        raise TypeError(
-            f"config: model {fn!r} is not a module-level function; it cannot be saved"
-        )
-    try:
-        json.dumps(kwargs)
-    except TypeError:
-        raise TypeError(
-            f"config: model keywords {sorted(kwargs)} are not JSON-able"
-        ) from None
-    return f"{mod}:{qual}", kwargs
-
-
-_TRUSTED_MODULES = ("bayesrank.posteriors.models",)
-
-
-def _import_function(path: str):
-    """Resolve a stored model path; only bayesrank's own model module is trusted, so
-    loading a file never imports (executes) code named by the file."""
-    mod, _, qual = path.partition(":")
-    if mod not in _TRUSTED_MODULES:
-        raise ValueError(
-            f"model: the file names the model {path!r} outside "
-            f"{_TRUSTED_MODULES}; pass model=... to load() to supply it"
-        )
-    obj = importlib.import_module(mod)
-    for part in qual.split("."):
-        obj = getattr(obj, part)
-    return obj
+_check_int = check_int
 
 
 class NumPyroModel:
@@ -242,8 +174,13 @@ class NumPyroModel:
     Args:
         model: a NumPyro model following :mod:`bayesrank.posteriors.models`' contract.
         theta_site: name of the (p,)-shaped latent or deterministic site to draw.
-        link: the link used to score items (name, Link or callable).
+        link: the link used to score items (name, Link or callable). None (default):
+            inferred from the model's observed site (:mod:`.model_link`: e.g.
+            ``Bernoulli(logits=x @ theta)`` -> logistic, ``Poisson(exp(...))`` ->
+            exp, ``Normal(x @ theta, s)`` -> identity), or a ValueError asking
+            for ``link=``; never a silent identity.
         reward_support: "real", "binary" or "count", checked by ``check_rewards``.
+            None (default): from the observed site's support.
         n_max: buffer length per position.
         num_warmup: warm-up (adaptation) transitions per (re-)adaptation.
         steps_per_round: NUTS transitions per ``draw``.
@@ -281,8 +218,8 @@ class NumPyroModel:
         model: Callable,
         theta_site: str = "theta",
         *,
-        link: str | Link | Callable = "identity",
-        reward_support: str = "real",
+        link: str | Link | Callable | None = None,
+        reward_support: str | None = None,
         n_max: int = 2000,
         num_warmup: int = 200,
         steps_per_round: int = 5,
@@ -300,7 +237,7 @@ class NumPyroModel:
             raise TypeError(f"model: expected a callable, got {type(model).__name__}")
         if not isinstance(theta_site, str):
             raise TypeError(f"theta_site: expected a str, got {theta_site!r}")
-        if reward_support not in ("real", "binary", "count"):
+        if reward_support not in (None, "real", "binary", "count"):
             raise ValueError(
                 "reward_support: expected 'real', 'binary' or 'count', "
                 f"got {reward_support!r}"
@@ -309,19 +246,15 @@ class NumPyroModel:
             raise ValueError(
                 f"overflow: expected 'raise' or 'window', got {overflow!r}"
             )
-        if readapt_growth is not None and not float(readapt_growth) > 1.0:
+        if readapt_growth is not None and not (
+            real_float(readapt_growth, "readapt_growth") > 1.0
+        ):
             raise ValueError(
                 f"readapt_growth: expected a number > 1 or None, got {readapt_growth}"
             )
-        if not 0.0 < float(target_accept_prob) < 1.0:
-            raise ValueError(
-                f"target_accept_prob: expected a number in (0, 1), "
-                f"got {target_accept_prob}"
-            )
+        target_accept_prob = unit_interval(target_accept_prob, "target_accept_prob")
         self.model = model
         self.theta_site = theta_site
-        self.link = get_link(link)
-        self.reward_support = reward_support
         self.n_max = _check_int(n_max, "n_max", 1)
         self.num_warmup = _check_int(num_warmup, "num_warmup", 0)
         self.steps_per_round = _check_int(steps_per_round, "steps_per_round", 1)
@@ -330,12 +263,25 @@ class NumPyroModel:
         self.refit_every = _check_int(refit_every, "refit_every", 1)
         self.max_tree_depth = _check_int(max_tree_depth, "max_tree_depth", 1)
         self.target_accept_prob = float(target_accept_prob)
+        if not isinstance(dense_mass, (bool, np.bool_)):
+            raise TypeError(f"dense_mass: expected a bool, got {dense_mass!r}")
         self.dense_mass = bool(dense_mass)
         self.mean_window = _check_int(mean_window, "mean_window", 1)
         self.overflow = overflow
         self._dim = 2 if dim is None else _check_int(dim, "dim", 1)
         self._cache: dict = {}
-        self._check_theta_site(self._dim)
+        self._export_cache: dict = {}
+        site_support = self._check_theta_site(self._dim)
+        if link is None:
+            link, inferred_support = infer_link(model, theta_site, self._dim)
+            site_support = inferred_support
+        self.link = get_link(link)
+        if reward_support is None:
+            reward_support = site_support or _SUPPORT_BY_LINK.get(self.link.name, "real")
+        self.reward_support = reward_support
+        self._schedule = Schedule(
+            self.num_warmup, self.readapt_growth, self.target_accept_prob
+        )
         self._update_jit = jax.jit(self._update_core, static_argnums=4)
         self._draw_jit = jax.jit(self._draw_core)
         self._potential_jit = jax.jit(self._potential_core)
@@ -373,58 +319,31 @@ class NumPyroModel:
                 f"model: site {self.theta_site!r} must have shape (p,) = ({p},) for "
                 f"x of shape (n, {p}); got {jnp.shape(site['value'])}"
             )
+        observed = [
+            s for s in tr.values() if s["type"] == "sample" and s["is_observed"]
+        ]
+        return support_of(observed[0]["fn"]) if len(observed) == 1 else None
 
-    def _machinery(self, p: int) -> _Machinery:
+    def _machinery(self, p: int) -> Kernel:
+        """The online NUTS kernel for feature dimension p (built once, cached)."""
         dtype = jnp.result_type(float)
         key = (p, str(dtype))
         if key in self._cache:
             return self._cache[key]
         # built eagerly even when first reached inside jit/vmap: the cache outlives traces
         with jax.ensure_compile_time_eval():
-            mach = self._build_machinery(p)
-        self._cache[key] = mach
-        return mach
-
-    def _build_machinery(self, p: int) -> _Machinery:
-        if p != self._dim:
-            self._check_theta_site(p)
-        args = self._empty_data(p)
-        info = initialize_model(
-            jax.random.key(0),
-            self._masked_model,
-            model_args=args,
-            dynamic_args=True,
-            init_strategy=init_to_median,
-        )
-        init_kernel, sample_kernel = hmc(
-            potential_fn_gen=info.potential_fn, algo="NUTS"
-        )
-        hmc0 = init_kernel(
-            info.param_info,
-            self.num_warmup,
-            dense_mass=self.dense_mass,
-            target_accept_prob=self.target_accept_prob,
-            max_tree_depth=self.max_tree_depth,
-            model_args=args,
-            rng_key=jax.random.key(0),
-        )
-        wa_init, _ = warmup_adapter(
-            self.num_warmup,
-            dense_mass=self.dense_mass,
-            target_accept_prob=self.target_accept_prob,
-        )
-        site = info.model_trace[self.theta_site]
-        latent = site["type"] == "sample"
-        return _Machinery(
-            init_kernel,
-            sample_kernel,
-            info.potential_fn,
-            info.postprocess_fn,
-            hmc0,
-            wa_init,
-            latent,
-            site["fn"].support if latent else None,
-        )
+            if p != self._dim:
+                self._check_theta_site(p)
+            kernel = build_kernel(
+                self._masked_model,
+                self._empty_data(p),
+                num_warmup=self.num_warmup,
+                dense_mass=self.dense_mass,
+                target_accept_prob=self.target_accept_prob,
+                max_tree_depth=self.max_tree_depth,
+            )
+        self._cache[key] = kernel
+        return kernel
 
     def _empty_data(self, p: int):
         dtype = jnp.result_type(float)
@@ -434,9 +353,10 @@ class NumPyroModel:
             jnp.zeros((self.n_max,), bool),
         )
 
-    def _theta_of(self, mach: _Machinery, z, x, y, mask):
-        if mach.theta_latent:
-            return biject_to(mach.theta_support)(z[self.theta_site])
+    def _theta_of(self, mach: Kernel, z, x, y, mask):
+        site = mach.model_trace[self.theta_site]
+        if site["type"] == "sample":
+            return biject_to(site["fn"].support)(z[self.theta_site])
         return mach.postprocess_gen(x, y, mask)(z)[self.theta_site]
 
     def _mask(self, n):
@@ -562,14 +482,7 @@ class NumPyroModel:
         return state._replace(x=x_buf, y=y_buf, n=n, hmc=hs)
 
     def _refresh(self, hs: HMCState, x, y, mask, p: int) -> HMCState:
-        mach = self._machinery(p)
-
-        def one(z, xl, yl, ml):
-            return jax.value_and_grad(mach.potential_gen(xl, yl, ml))(z)
-
-        pe, grad = jax.vmap(one)(hs.z, x, y, mask)
-        energy = hs.energy - hs.potential_energy + pe
-        return hs._replace(potential_energy=pe, z_grad=grad, energy=energy)
+        return refresh_potential(self._machinery(p), hs, x, y, mask)
 
     def draw(self, key, state: NutsState) -> tuple[jax.Array, NutsState]:
         """Advance every chain ``steps_per_round`` NUTS transitions; return theta.
@@ -597,47 +510,13 @@ class NumPyroModel:
             state,
         )
 
-    def _readapt(self, mach: _Machinery, state: NutsState):
-        hs = state.hmc
-        if self.num_warmup == 0:
-            return hs, state.readapt_at
-        done = hs.i >= self.num_warmup
-        scheduled = done & (state.n >= state.readapt_at)
-        if self.readapt_growth is None:
-            scheduled = jnp.zeros_like(done)
-        rescue = (hs.i >= self.num_warmup + _RESCUE_AFTER) & (
-            hs.mean_accept_prob < 0.5 * self.target_accept_prob
-        )
-        due = scheduled | rescue
-
-        def fresh(z, pe, grad, step_size, inv_mass, k):
-            info = IntegratorState(z, None, pe, grad)
-            return mach.wa_init(info, k, step_size, inverse_mass_matrix=inv_mass)
-
-        a = hs.adapt_state
-        new_adapt = jax.vmap(fresh)(
-            hs.z,
-            hs.potential_energy,
-            hs.z_grad,
-            a.step_size,
-            a.inverse_mass_matrix,
-            a.rng_key,
-        )
-        adapt = _where_tree(due, new_adapt, a)
-        hs = hs._replace(
-            i=jnp.where(due, 0, hs.i),
-            mean_accept_prob=jnp.where(due, 0.0, hs.mean_accept_prob),
-            adapt_state=adapt,
-        )
-        growth = 1.0 if self.readapt_growth is None else self.readapt_growth
-        nxt = jnp.ceil(state.n * growth).astype(state.readapt_at.dtype)
-        return hs, jnp.where(scheduled, nxt, state.readapt_at)
-
     def _advance(self, key, state: NutsState):
         L, _, p = state.x.shape
         mach = self._machinery(p)
         mask = self._mask(state.n)
-        hs, readapt_at = self._readapt(mach, state)
+        hs, readapt_at = readapt(
+            mach, self._schedule, state.hmc, state.n, state.readapt_at
+        )
         keys = jax.random.split(key, L)
         num_warmup = self.num_warmup
 
@@ -676,8 +555,21 @@ class NumPyroModel:
         return new.theta, new
 
     def mean(self, state: NutsState) -> jax.Array:
-        """(L, p) running mean of recent draws (see the module docstring)."""
+        """(L, p) running mean of recent draws (see the module docstring); current
+        after :meth:`refresh` or :meth:`draw`."""
         return state.theta_mean
+
+    def refresh(self, key, state: NutsState) -> NutsState:
+        """Advance every chain one round (``steps_per_round`` transitions) so that
+        :meth:`mean` follows the data; UCB policies call this before reading it.
+
+        Args:
+            key: a JAX PRNG key; state: NutsState.
+
+        Returns:
+            The advanced state (the draw itself is discarded).
+        """
+        return self.draw(key, state)[1]
 
     def diagnostics(self, state: NutsState) -> dict[str, jax.Array]:
         """Per-position sampler health, each (L,).
@@ -717,26 +609,30 @@ class NumPyroModel:
         self,
         state: NutsState,
         position: int,
-        key=None,
         *,
+        key,
+        data=None,
         chains: int = 4,
         draws: int = 500,
-        warmup: int = 500,
+        warmup: int | None = None,
         chain_method: str = "vectorized",
         max_tree_depth: int = 10,
     ):
         """A fresh multi-chain NUTS run on ``position``'s data, as an ArviZ DataTree.
 
         The warm per-round chain is one chain on moving data, so R-hat needs fresh
-        chains: this runs ``numpyro.infer.MCMC`` with ``chains`` chains on the data
-        held for the position (host side, compiles once per call).
+        chains (:func:`bayesrank.posteriors.nuts_export.fresh_chains`): compiled on
+        the first call for a given model, p and run size, cached afterwards.
 
         Args:
             state: NutsState.
             position: 0-based position.
-            key: PRNG key (default ``jax.random.key(0)``).
-            chains, draws, warmup: MCMC sizes.
-            chain_method: "vectorized", "sequential" or "parallel".
+            key: JAX PRNG key.
+            data: accepted for the common protocol and ignored: the model's buffers
+                hold exactly the observations its posterior conditions on (a
+                policy's history may hold more, e.g. past a sliding window).
+            chains, draws: MCMC sizes; warmup: adapting transitions (default draws).
+            chain_method: "vectorized" or "sequential".
             max_tree_depth: NUTS tree depth limit of the fresh run.
 
         Returns:
@@ -746,81 +642,19 @@ class NumPyroModel:
             prior log density: non-observed sample sites, constrained space),
             observed_data and constant_data (X).
         """
-        from numpyro.infer import MCMC, NUTS, log_likelihood
+        from bayesrank.posteriors.nuts_export import fresh_chains
 
-        from bayesrank.posteriors.datatree import make_datatree
-
-        x, y = self.data(state, position)
-        chains = _check_int(chains, "chains", 1)
-        draws = _check_int(draws, "draws", 1)
-        warmup = _check_int(warmup, "warmup", 1)
-        key = jax.random.key(0) if key is None else _typed_key(key)
-        xj, yj = jnp.asarray(x), jnp.asarray(y)
-        mcmc = MCMC(
-            NUTS(
-                self.model,
-                max_tree_depth=max_tree_depth,
-                target_accept_prob=self.target_accept_prob,
-            ),
-            num_warmup=warmup,
-            num_samples=draws,
-            num_chains=chains,
+        del data
+        return fresh_chains(
+            self,
+            state,
+            position,
+            key=_typed_key(key),
+            chains=chains,
+            draws=draws,
+            warmup=warmup,
             chain_method=chain_method,
-            progress_bar=False,
-        )
-        mcmc.run(
-            key,
-            xj,
-            yj,
-            extra_fields=("energy", "num_steps", "accept_prob", "diverging"),
-        )
-        grouped = mcmc.get_samples(group_by_chain=True)
-        flat = mcmc.get_samples()
-        posterior = {k: np.asarray(v) for k, v in grouped.items()}
-        n = y.shape[0]
-
-        ll = log_likelihood(self.model, flat, xj, yj)
-        ll_obs = {k: v for k, v in ll.items() if v.ndim == 2 and v.shape[-1] == n}
-        if len(ll_obs) != len(ll):
-            raise ValueError(
-                "model: observed sites must have the observation index as their only "
-                f"batch dim to build log_likelihood; got shapes "
-                f"{ {k: v.shape for k, v in ll.items()} }"
-            )
-        ll_arr = sum(ll_obs.values()) if ll_obs else jnp.zeros((chains * draws, n))
-        ll_arr = np.asarray(ll_arr).reshape(chains, draws, n)
-
-        model = self.model
-
-        def log_prior(sample):
-            tr = numpyro.handlers.trace(
-                numpyro.handlers.substitute(numpyro.handlers.seed(model, 0), sample)
-            ).get_trace(xj, yj)
-            total = jnp.zeros(())
-            for site in tr.values():
-                if site["type"] == "sample" and not site["is_observed"]:
-                    total = total + jnp.sum(site["fn"].log_prob(site["value"]))
-            return total
-
-        lp = np.asarray(jax.vmap(log_prior)(flat)).reshape(chains, draws)
-        extra = mcmc.get_extra_fields(group_by_chain=True)
-        n_steps = np.asarray(extra["num_steps"])
-        stats = {
-            "diverging": np.asarray(extra["diverging"]),
-            "energy": np.asarray(extra["energy"]),
-            "n_steps": n_steps,
-            "acceptance_rate": np.asarray(extra["accept_prob"]),
-            "tree_depth": np.floor(np.log2(np.maximum(n_steps, 1))).astype(int) + 1,
-        }
-        return make_datatree(
-            posterior,
-            log_likelihood=ll_arr,
-            log_prior=lp,
-            observed=y,
-            sample_stats=stats,
-            constant_data={"X": x},
-            var_name=self.theta_site,
-            attrs={"position": int(position), "sampler": "numpyro NUTS"},
+            max_tree_depth=max_tree_depth,
         )
 
     # ----------------------------------------------------------------- config
@@ -847,7 +681,7 @@ class NumPyroModel:
     def config(self) -> dict:
         """JSON-able description; the model must be a module-level function (or a
         ``functools.partial`` of one with JSON-able keywords)."""
-        path, kwargs = _function_path(self.model)
+        path, kwargs = function_path(self.model)
         return {
             "type": "NumPyroModel",
             "model": path,
@@ -859,14 +693,35 @@ class NumPyroModel:
         }
 
     @classmethod
-    def from_config(cls, cfg: dict) -> NumPyroModel:
-        """Rebuild from :meth:`config`'s output."""
+    def from_config(cls, cfg: dict, *, model: Callable | None = None) -> NumPyroModel:
+        """Rebuild from :meth:`config`'s output.
+
+        Args:
+            cfg: the configuration.
+            model: the model function to use instead of resolving ``cfg["model"]``.
+                Without it the name is looked up ONLY in the registry
+                (:func:`bayesrank.posteriors.register_model`): no import, no
+                attribute walk, so a tampered file cannot reach other code.
+
+        Raises:
+            ValueError: an unregistered model name (pass ``model=``), a wrong type.
+        """
+        if not isinstance(cfg, dict):
+            raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
         cfg = dict(cfg)
         kind = cfg.pop("type", "NumPyroModel")
         if kind != "NumPyroModel":
             raise ValueError(f"cfg: expected type 'NumPyroModel', got {kind!r}")
-        fn = _import_function(cfg.pop("model"))
+        name = cfg.pop("model", None)
+        if model is None:
+            fn = resolve_model(name)
+        elif not callable(model):
+            raise TypeError(f"model: expected a callable, got {type(model).__name__}")
+        else:
+            fn = model
         kwargs = cfg.pop("model_kwargs", {})
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"cfg: model_kwargs must be a dict, got {kwargs!r}")
         model = functools.partial(fn, **kwargs) if kwargs else fn
         return cls(model, **cfg)
 
@@ -905,18 +760,10 @@ class BayesGLM(NumPyroModel):
         **options,
     ):
         name = link.name if isinstance(link, Link) else link
-        if name not in models.GLM_LINKS:
+        if not isinstance(name, str) or name not in models.GLM_LINKS:
             raise ValueError(f"link: expected one of {models.GLM_LINKS}, got {link!r}")
-        for value, argname in (
-            (prior_scale, "prior_scale"),
-            (noise_scale, "noise_scale"),
-        ):
-            if not (
-                isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-            ):
-                raise ValueError(
-                    f"{argname}: expected a finite number > 0, got {value!r}"
-                )
+        prior_scale = positive_float(prior_scale, "prior_scale")
+        noise_scale = positive_float(noise_scale, "noise_scale")
         if prior is not None and not isinstance(
             prior, numpyro.distributions.Distribution
         ):
@@ -963,6 +810,8 @@ class BayesGLM(NumPyroModel):
     @classmethod
     def from_config(cls, cfg: dict) -> BayesGLM:
         """Rebuild from :meth:`config`'s output."""
+        if not isinstance(cfg, dict):
+            raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
         cfg = dict(cfg)
         kind = cfg.pop("type", "BayesGLM")
         if kind != "BayesGLM":

@@ -196,7 +196,7 @@ def _diag_key(seed: int, run: int, checkpoint: int, position: int):
     return k
 
 
-def _diagnose(cell, model, replay, items, rewards, s: SweepSettings, env, is_nuts):
+def _diagnose(cell, model, replay, items, rewards, s: SweepSettings, env):
     """Diagnostics arrays (diag_run, checkpoint, position, p) and DataTrees."""
     positions = list(range(env.L)) if s.positions is None else list(s.positions)
     shape = (s.diagnostic_runs, len(s.checkpoints), len(positions))
@@ -209,20 +209,13 @@ def _diagnose(cell, model, replay, items, rewards, s: SweepSettings, env, is_nut
             state = replay(items[r], rewards[r], c)
             for pi, pos in enumerate(positions):
                 key = _diag_key(s.seed, r, c, pos)
-                if is_nuts:
-                    dt = model.to_datatree(
-                        state,
-                        pos,
-                        key=key,
-                        chains=s.chains,
-                        draws=s.draws,
-                        warmup=s.draws,
-                    )
-                else:
-                    data = (x_all[:c, pos], np.asarray(rewards[r, :c, pos]))
-                    dt = model.to_datatree(
-                        state, pos, key=key, draws=s.draws, chains=s.chains, data=data
-                    )
+                # one protocol: closed-form models use data (their sufficient
+                # statistics hold no rows); NUTS models ignore it (own buffers) and
+                # run fresh chains with warm-up = draws.
+                data = (x_all[:c, pos], np.asarray(rewards[r, :c, pos]))
+                dt = model.to_datatree(
+                    state, pos, key=key, draws=s.draws, chains=s.chains, data=data
+                )
                 diag = posterior_diagnostics(dt)
                 for k in DIAGNOSTICS:
                     arrays[k][r, ci, pi] = diag[k]
@@ -260,7 +253,7 @@ def _compute_conjugate(cells: list[Cell], s: SweepSettings) -> list[dict]:
             return replay_j(h, jnp.asarray(it), jnp.asarray(rw), c)
 
         arrays, trees, positions = _diagnose(
-            cell, model, replay, items[i], rewards[i], s, env, False
+            cell, model, replay, items[i], rewards[i], s, env
         )
         out.append(
             _result(
@@ -296,9 +289,7 @@ def _compute_nuts(cell: Cell, s: SweepSettings) -> dict:
     def replay(it, rw, c):
         return replay_j(jnp.asarray(it), jnp.asarray(rw), c)
 
-    arrays, trees, positions = _diagnose(
-        cell, model, replay, items, rewards, s, env, True
-    )
+    arrays, trees, positions = _diagnose(cell, model, replay, items, rewards, s, env)
     return _result(
         regret,
         float(env.best_value),
