@@ -12,6 +12,7 @@ sweeps are made, so ``import bayesrank`` stays fast.
 from bayesrank import bounds, decode, links, noise, scores
 from bayesrank.decode import best_list
 from bayesrank.env import RankingEnv
+from bayesrank.feedback import cascade_rewards
 from bayesrank.experiments.simulate import simulate
 from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.gen_ucb import GenRankUCB
@@ -46,6 +47,7 @@ __all__ = [
     "WindowRankUCB",
     "__version__",
     "best_list",
+    "cascade_rewards",
     "bounds",
     "decode",
     "links",

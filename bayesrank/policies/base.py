@@ -13,8 +13,6 @@ t uses the key ``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -23,13 +21,10 @@ import numpy as np
 from bayesrank.env import check_lists
 from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
 from bayesrank.policies.core import PolicyCore
+from bayesrank.policies.history import DEFAULT_CAPACITY, History, check_capacity
+from bayesrank.policies.persist import load_policy, save_policy
 
 __all__ = ["Policy", "check_items_w_v0", "check_model", "check_rewards"]
-
-
-def _is_key(x) -> bool:
-    """Whether x is a typed JAX PRNG key array (stored as its key data)."""
-    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def check_items_w_v0(items, L, w, v0):
@@ -159,7 +154,7 @@ class Policy:
         self.state = core.init()
         self.t = 0
         self._last = None
-        self._history = ([], [], [])
+        self._history = History(self.L, self.items.shape[1], DEFAULT_CAPACITY)
         self._default_ctx()
 
         def select_t(key, t, state, ctx):
@@ -205,7 +200,8 @@ class Policy:
         """The :class:`Context` a request with this v0 and mask runs in (checked)."""
         ctx = self._ctx
         if v0 is not None:
-            ctx = ctx._replace(v0=jnp.asarray(check_v0(v0, self.items.shape[1])))
+            v = check_v0(v0, self.items.shape[1]).astype(ctx.v0.dtype, copy=False)
+            ctx = ctx._replace(v0=v)
         if mask is not None:
             ctx = ctx._replace(mask=self._pad_mask(check_mask(mask, self.K, self.L,
                                                               self.distinct)))
@@ -311,35 +307,42 @@ class Policy:
                     f"v0: expected {items_a.shape[0]} rows (one per list), got "
                     f"{v0s.shape[0]}"
                 )
-        it = jnp.asarray(items_a, jnp.int32)
+        # NumPy arrays of the state's dtypes go straight into the jitted core (no
+        # conversion dispatched per call).
+        it = items_a.astype(np.int32, copy=False)
+        v0s = np.asarray(v0s, self._ctx.v0.dtype)
         if not batch:
-            self.state = self._update(
-                self.state, it, jnp.asarray(r), self._ctx._replace(v0=jnp.asarray(v0s))
-            )
+            self.state = self._update(self.state, it, r, self._ctx._replace(v0=v0s))
         else:
-            self.state = self._update_many(
-                self.state, it, jnp.asarray(r), jnp.asarray(v0s)
-            )
+            self.state = self._update_many(self.state, it, r, v0s)
         self._record(items_a.reshape(-1, self.L), r.reshape(-1, self.L),
-                     np.asarray(v0s, float).reshape(-1, d))
+                     v0s.reshape(-1, d))
 
     def _record(self, items, rewards, v0s) -> None:
-        """Keep the impressions on the host (for posterior diagnostics)."""
-        self._history[0].append(items)
-        self._history[1].append(rewards)
-        self._history[2].append(v0s)
+        """Keep the impressions on the host (for diagnostics), bounded."""
+        self._history.append(items, rewards, v0s)
+
+    @property
+    def max_history(self) -> int:
+        """The most impressions kept on the host (default 10,000; 0 keeps none).
+
+        Selecting and updating never need them; ``posterior()`` uses the kept ones
+        for its data groups (its attributes say how many), ``save`` stores them.
+        Setting it keeps the most recent ones.
+        """
+        return self._history.capacity
+
+    @max_history.setter
+    def max_history(self, value) -> None:
+        self._history.resize(check_capacity(value))
 
     def history(self) -> tuple[np.ndarray, np.ndarray]:
-        """All impressions learnt from: items (n, L) and rewards (n, L)."""
-        items, rewards, _ = self._history_arrays()
+        """The kept impressions, oldest first: items (n, L) and rewards (n, L)."""
+        items, rewards, _ = self._history.arrays()
         return items, rewards
 
     def _history_arrays(self):
-        hist = self._history
-        if not hist[0]:
-            d = self.items.shape[1]
-            return np.zeros((0, self.L), int), np.zeros((0, self.L)), np.zeros((0, d))
-        return tuple(np.concatenate(h) for h in hist)
+        return self._history.arrays()
 
     # ----------------------------------------------------------------- the scores
     def scores(self, *, v0=None):
@@ -459,85 +462,22 @@ class Policy:
         return out
 
     def save(self, path) -> None:
-        """Save the policy: arrays in ``path`` (.npz), configuration as JSON inside.
+        """Save the policy to ``path`` (.npz with JSON configuration; no pickle).
 
-        No pickle: loading never executes code from the file.
+        Written atomically (a temporary file, then a rename), with the bayesrank
+        and file-format versions. See :mod:`bayesrank.policies.persist`.
         """
-        leaves, _ = jax.tree_util.tree_flatten(self.state)
-        key_leaves = [i for i, x in enumerate(leaves) if _is_key(x)]
-        arrays = {
-            f"state_{i}": np.asarray(jax.random.key_data(x) if i in key_leaves else x)
-            for i, x in enumerate(leaves)
-        }
-        for name, arr in self._arrays().items():
-            arrays[f"arg_{name}"] = np.asarray(arr)
-        items, rewards, v0s = self._history_arrays()
-        arrays["history_items"], arrays["history_rewards"] = items, rewards
-        arrays["history_v0"] = v0s
-        cfg = {
-            "class": type(self).__name__,
-            "format": 1,
-            "seed": self.seed,
-            "t": self.t,
-            "K": self.K,
-            "n_state": len(leaves),
-            "key_leaves": key_leaves,
-            "config": self._config(),
-        }
-        arrays["config_json"] = np.frombuffer(json.dumps(cfg).encode(), dtype=np.uint8)
-        with open(Path(path), "wb") as fh:
-            np.savez(fh, **arrays)
+        save_policy(self, path)
 
     @classmethod
     def load(cls, path, **overrides):
         """Load a policy saved with :meth:`save`; it continues exactly where it was.
 
         ``overrides`` supply constructor arguments that cannot be stored (e.g. a user
-        NumPyro model).
+        NumPyro model that is not registered). Every array is validated first; any
+        problem with the file raises ``ValueError`` naming the path.
         """
-        with np.load(Path(path), allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        cfg = json.loads(bytes(data.pop("config_json")).decode())
-        if cfg.get("class") != cls.__name__:
-            raise ValueError(
-                f"path: the file holds a {cfg.get('class')!r}, not a {cls.__name__}"
-            )
-        args = {k[4:]: v for k, v in data.items() if k.startswith("arg_")}
-        obj = cls._from_config(cfg["config"], args, cfg["seed"], overrides)
-        keys = set(cfg.get("key_leaves", []))
-        leaves = [data[f"state_{i}"] for i in range(cfg["n_state"])]
-        leaves = [
-            jax.random.wrap_key_data(jnp.asarray(x)) if i in keys else x
-            for i, x in enumerate(leaves)
-        ]
-        ref_leaves, treedef = jax.tree_util.tree_flatten(obj.state)
-        items_cap = leaves[len(jax.tree_util.tree_leaves(obj.state.model))
-                           + len(jax.tree_util.tree_leaves(obj.state.est))]
-        if np.shape(items_cap)[0] != obj.state.items.shape[0]:  # grown capacity
-            obj.state = obj.state._replace(
-                items=jnp.zeros(np.shape(items_cap), obj.state.items.dtype),
-                active=jnp.zeros(np.shape(items_cap)[0], bool),
-            )
-            ref_leaves, treedef = jax.tree_util.tree_flatten(obj.state)
-        if len(ref_leaves) != len(leaves) or any(
-            np.shape(a) != np.shape(b) or _is_key(a) != _is_key(b)
-            for a, b in zip(ref_leaves, leaves)
-        ):
-            raise ValueError("path: the saved state does not match this configuration")
-        obj.state = jax.tree_util.tree_unflatten(
-            treedef,
-            [
-                x if _is_key(x) else jnp.asarray(x, dtype=jnp.asarray(r).dtype)
-                for x, r in zip(leaves, ref_leaves)
-            ],
-        )
-        obj.t = int(cfg["t"])
-        obj._default_ctx()
-        if data["history_items"].size:
-            obj._record(
-                data["history_items"], data["history_rewards"], data["history_v0"]
-            )
-        return obj
+        return load_policy(cls, path, overrides)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(K={self.K}, L={self.L}, t={self.t})"
