@@ -481,6 +481,11 @@ def _combine(spec: SweepSpec, store: SweepStore, keys: list[str]):
     for p in parts:
         p.attrs.pop("cell", None)
         p.attrs.pop("cell_key", None)
+        # Fixed-width strings would be cut to the first cell's width by concat
+        # ("correlated" -> "corre"): use variable-length ones.
+        for k in list(p.coords):
+            if p[k].dtype.kind == "U":
+                p.coords[k] = p[k].astype(object)
     ds = xr.concat(
         parts,
         dim="cell",
