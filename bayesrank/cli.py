@@ -23,7 +23,8 @@ class _Version(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         from bayesrank import __version__
 
-        parser.exit(0, f"bayesrank {__version__}\n")
+        print(f"bayesrank {__version__}")
+        parser.exit(0)
 
 
 def _positive_int(text: str) -> int:
