@@ -100,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--K", type=_positive_int, default=100, help="number of items (default 100)"
     )
-    d.add_argument("--T", type=_positive_int, default=1000, help="rounds (default 1000)")
+    d.add_argument(
+        "--T", type=_positive_int, default=1000, help="rounds (default 1000)"
+    )
     d.add_argument(
         "--runs", type=_positive_int, default=20, help="independent runs (default 20)"
     )

@@ -40,7 +40,8 @@ def test_regret_curves_label_coinciding_policies_and_differ_in_style():
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
     assert "RankUCB (identical to Baseline)" in lines
     assert "Baseline (identical to RankUCB)" in lines
-    l1, l2 = lines["RankUCB (identical to Baseline)"], lines["Baseline (identical to RankUCB)"]
+    l1 = lines["RankUCB (identical to Baseline)"]
+    l2 = lines["Baseline (identical to RankUCB)"]
     # drawn on top of each other, yet different line style and marker
     np.testing.assert_array_equal(l1.get_ydata(), l2.get_ydata())
     assert l1.get_linestyle() != l2.get_linestyle()
