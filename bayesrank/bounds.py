@@ -39,6 +39,7 @@ import numpy as np
 from bayesrank.links import Link, get_link
 
 __all__ = [
+    "active_w",
     "gen_rank_ucb_bound",
     "instance_constants",
     "lemma1_width",
@@ -46,6 +47,7 @@ __all__ = [
     "logdet_ratio_bound",
     "rank_ts_bound",
     "rank_ucb_bound",
+    "w_max_realised",
     "win_rank_ucb_bound",
 ]
 
@@ -333,21 +335,55 @@ def link_constants(link: str | Link, z_max: float) -> tuple[float, float]:
     return float(min(1.0, vals.min())), float(max(1.0, vals.max()))
 
 
+def active_w(env) -> np.ndarray:
+    """The dependency weights that act on the rewards, as an (L', S-1) array.
+
+    ``w_1`` multiplies ``v0``: when ``v0 = 0`` (the paper's setting) it has no effect on
+    any reward and is left out, so the result holds the rows of positions 2..L; with a
+    non-zero ``v0`` every row counts.
+
+    Example:
+        >>> import numpy as np, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4, d=10, w_max=10.0)
+        >>> np.array_equal(active_w(env), np.asarray(env.W)[1:])
+        True
+    """
+    W = np.asarray(env.W, dtype=float)
+    if np.any(np.asarray(env.v0) != 0):
+        return W
+    return W[1:]
+
+
+def w_max_realised(env) -> float:
+    """``max |w_l|`` over the weights that act (positions 2..L when ``v0 = 0``).
+
+    The paper's generator draws ``w_l ~ Uniform(-w_max, w_max)``; this is the largest
+    magnitude actually drawn, which can be far below the sampling range ``w_max``.
+    """
+    W = active_w(env)
+    return float(np.abs(W).max()) if W.size else 0.0
+
+
 def instance_constants(env) -> dict:
     """The constants the bounds need, read off a :class:`bayesrank.RankingEnv`.
 
+    ``w_1`` is not counted when ``v0 = 0``: it multiplies ``v0`` and has no effect
+    (see :func:`active_w`), so ``w_max``, ``m3`` and ``w_sum_max`` are over positions
+    2..L in the paper's setting.
+
     Returns:
         dict with ``L``, ``d``, ``m1`` (max norm of the items and v0), ``m2`` (max
-        ``||theta^l||``), ``w_max`` and ``m3`` (max ``|w|``), ``w_sum_max``
-        (``max_l sum_i |w_{l,i}|``), and ``c1``, ``c2`` from :func:`link_constants`
-        at ``z_max = m2 (1 + w_sum_max) m1`` (the first position's link).
+        ``||theta^l||``), ``w_max`` and ``m3`` (max ``|w|`` over the acting weights),
+        ``w_sum_max`` (``max_l sum_i |w_{l,i}|`` over them), and ``c1``, ``c2`` from
+        :func:`link_constants` at ``z_max = m2 (1 + w_sum_max) m1`` (the first
+        position's link).
     """
     items = np.asarray(env.items)
-    W = np.asarray(env.W)
+    W = active_w(env)
     m1 = float(max(np.linalg.norm(items, axis=1).max(), np.linalg.norm(env.v0)))
     m2 = float(np.linalg.norm(np.asarray(env.theta), axis=1).max())
-    w_max = float(np.abs(W).max())
-    w_sum_max = float(np.abs(W).sum(axis=1).max())
+    w_max = w_max_realised(env)
+    w_sum_max = float(np.abs(W).sum(axis=1).max()) if W.size else 0.0
     c1, c2 = link_constants(env.links[0], m2 * (1.0 + w_sum_max) * m1)
     return {
         "L": int(env.L),

@@ -1,6 +1,8 @@
 """The ``bayesrank`` command line: demo, reproduce, sweep, bench.
 
-Bad flags print a usage message (exit code 2), never a traceback.
+Bad flags print the usage of the subcommand they were given to (exit code 2), never
+a traceback; numeric flags are checked while parsing, before anything runs or prints.
+``bayesrank --version`` prints the version.
 """
 
 from __future__ import annotations
@@ -10,6 +12,52 @@ import sys
 from pathlib import Path
 
 __all__ = ["build_parser", "main"]
+
+
+class _Version(argparse.Action):
+    """``--version``, importing bayesrank (and JAX) only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from bayesrank import __version__
+
+        print(f"bayesrank {__version__}")
+        parser.exit(0)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer, got {text!r}"
+        ) from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number >= 0, got {text!r}"
+        ) from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return v
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 FIGURES = [
     "figure1",
@@ -29,19 +77,42 @@ def build_parser() -> argparse.ArgumentParser:
             "Bayesian online learning-to-rank with neighbour-aware GLM bandits."
         ),
     )
+    p.add_argument("--version", action=_Version, help="print the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     d = sub.add_parser(
-        "demo", help="compare RankTS, RankUCB, GenRankUCB and the baseline"
+        "demo",
+        help="compare RankTS, RankUCB, GenRankUCB and the baseline",
+        description=(
+            "Run RankTS, RankUCB, GenRankUCB and the baseline on the paper's "
+            "instance (L = 4, d = 10) and print a summary table. Writes two files "
+            "into --out: regret.png (per-round regret curves) and results.nc "
+            "(the simulation as NetCDF: regret, rewards and timings per policy, "
+            "run and round)."
+        ),
     )
     d.add_argument(
-        "--out", type=Path, default=Path("bayesrank-demo"), help="output folder"
+        "--out",
+        type=Path,
+        default=Path("bayesrank-demo"),
+        help="output folder for regret.png and results.nc (default bayesrank-demo)",
     )
-    d.add_argument("--K", type=int, default=100, help="number of items (default 100)")
-    d.add_argument("--T", type=int, default=1000, help="rounds (default 1000)")
-    d.add_argument("--runs", type=int, default=20, help="independent runs (default 20)")
-    d.add_argument("--w-max", type=float, default=10.0, help="max |w_l| (default 10)")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument(
+        "--K", type=_positive_int, default=100, help="number of items (default 100)"
+    )
+    d.add_argument(
+        "--T", type=_positive_int, default=1000, help="rounds (default 1000)"
+    )
+    d.add_argument(
+        "--runs", type=_positive_int, default=20, help="independent runs (default 20)"
+    )
+    d.add_argument(
+        "--w-max",
+        type=_nonneg_float,
+        default=10.0,
+        help="w_l is drawn from U(-w_max, w_max) (default 10)",
+    )
+    d.add_argument("--seed", type=_int, default=0)
     d.add_argument("--quick", action="store_true", help="a tiny run (seconds)")
 
     r = sub.add_parser(
@@ -57,8 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--quick", action="store_true", help="small scale: a couple of minutes"
     )
+    r.add_argument(
+        "--scale",
+        choices=["quick", "medium", "full"],
+        default=None,
+        help="quick (400 x 8), medium (3,000 x 50) or full (10,000 x 100; default)",
+    )
     r.add_argument("--out", type=Path, default=Path("bayesrank-reproduce"))
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=_int, default=0)
 
     s = sub.add_parser("sweep", help="prior-sensitivity sweep from a TOML config")
     s.add_argument("config", type=Path, help="the sweep's TOML file (see examples/)")
@@ -72,12 +149,18 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run the benchmarks and print their tables")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("which", nargs="*", default=[], help="benchmark names (default all)")
+    p._subcommands = dict(sub.choices)  # for subcommand-level usage errors
     return p
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    subparser = parser._subcommands[args.command]
+    if extra:
+        subparser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "reproduce" and args.quick and args.scale not in (None, "quick"):
+        subparser.error(f"--quick: conflicts with --scale {args.scale}")
     try:
         if args.command == "demo":
             from bayesrank.experiments.demo import run_demo
@@ -94,7 +177,13 @@ def main(argv=None) -> int:
         elif args.command == "reproduce":
             from bayesrank.experiments.reproduce import reproduce
 
-            reproduce(args.what, out=args.out, quick=args.quick, seed=args.seed)
+            reproduce(
+                args.what,
+                out=args.out,
+                quick=args.quick,
+                seed=args.seed,
+                scale=args.scale,
+            )
         elif args.command == "sweep":
             from bayesrank.sensitivity.cli import run_sweep_cli
 
@@ -110,7 +199,7 @@ def main(argv=None) -> int:
 
             run_bench(args.which, quick=args.quick)
     except (ValueError, TypeError, FileNotFoundError) as exc:
-        parser.exit(2, f"bayesrank {args.command}: error: {exc}\n")
+        subparser.exit(2, f"bayesrank {args.command}: error: {exc}\n")
     return 0
 
 

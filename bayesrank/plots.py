@@ -1,7 +1,10 @@
 """Publication-quality plots of simulation results (matplotlib).
 
-One colour per algorithm everywhere (:data:`COLORS`), regret curves with a band,
-cumulative regret against the theorems' bounds, and markdown timing tables.
+One colour and one line style per algorithm everywhere (:data:`COLORS`,
+:data:`LINESTYLES`), so curves that lie on each other stay distinguishable; regret
+curves with a band (stated in the legend's title), cumulative regret against the
+theorems' bounds, and markdown timing tables. :func:`coinciding` names the policies
+whose curves are identical, and :func:`regret_curves` marks them in the legend.
 """
 
 from __future__ import annotations
@@ -10,7 +13,11 @@ import numpy as np
 
 __all__ = [
     "COLORS",
+    "LINESTYLES",
+    "band_label",
+    "coinciding",
     "color_for",
+    "style_for",
     "regret_curves",
     "save",
     "tightness",
@@ -29,6 +36,19 @@ COLORS = {
     "RankTS (w=0)": "#ff7f0e",
     "RankTS-NUTS": "#8c564b",
 }
+#: (line style, marker) per algorithm: curves drawn on top of each other stay visible.
+LINESTYLES = {
+    "RankTS": ("-", None),
+    "RankUCB": ((0, (6, 2)), "o"),
+    "GenRankUCB": ("-.", "s"),
+    "genRankUCB": ("-.", "s"),
+    "WindowRankUCB": ((0, (1, 1.5)), "^"),
+    "Baseline": (":", "D"),
+    "RankedBaseline": (":", "D"),
+    "RankTS (w=0)": ((0, (3, 1, 1, 1, 1, 1)), "v"),
+    "RankTS-NUTS": ((0, (8, 2, 2, 2)), "P"),
+}
+_FALLBACK_STYLES = [("-", "x"), ("--", "+"), ("-.", "*"), (":", "h")]
 _FALLBACK = ["#17becf", "#bcbd22", "#e377c2", "#8c564b", "#ff7f0e", "#9467bd"]
 
 
@@ -37,6 +57,58 @@ def color_for(name: str) -> str:
     if name in COLORS:
         return COLORS[name]
     return _FALLBACK[sum(map(ord, name)) % len(_FALLBACK)]
+
+
+def style_for(name: str) -> tuple:
+    """The (line style, marker) of an algorithm (stable across figures)."""
+    if name in LINESTYLES:
+        return LINESTYLES[name]
+    return _FALLBACK_STYLES[sum(map(ord, name)) % len(_FALLBACK_STYLES)]
+
+
+def band_label(band: str | None, runs: int) -> str | None:
+    """What the shaded band of :func:`regret_curves` shows, in words."""
+    if band is None or runs < 2:
+        return None
+    if band == "quantile":
+        return f"shaded: 10-90 % of {runs} runs"
+    return f"shaded: mean +- 2 s.e. over {runs} runs"
+
+
+def coinciding(ds, *, var: str = "regret", rtol: float = 1e-9) -> list[list[str]]:
+    """Groups of policies whose ``var`` is the same in every run and round.
+
+    With common random numbers, two policies that make the same choices have equal
+    regret everywhere (for example RankUCB and the baseline when w = 0: RankUCB with
+    known w = 0 *is* the baseline). Returns the groups of two or more names, in the
+    order of ``ds["policy"]``.
+
+    Example:
+        >>> import numpy as np, xarray as xr
+        >>> r = np.zeros((3, 2, 4)); r[2] += 1.0
+        >>> ds = xr.Dataset({"regret": (("policy", "run", "round"), r)},
+        ...                 coords={"policy": ["A", "B", "C"]})
+        >>> coinciding(ds)
+        [['A', 'B']]
+    """
+    names = [str(n) for n in ds["policy"].values]
+    vals = {n: np.asarray(ds[var].sel(policy=n).values) for n in names}
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    for i, a in enumerate(names):
+        if a in seen:
+            continue
+        g = [a] + [
+            b
+            for b in names[i + 1 :]
+            if b not in seen
+            and vals[b].shape == vals[a].shape
+            and np.allclose(vals[a], vals[b], rtol=rtol, atol=0.0)
+        ]
+        if len(g) > 1:
+            groups.append(g)
+            seen.update(g)
+    return groups
 
 
 def trailing_mean(r, window: int):
@@ -85,6 +157,11 @@ def regret_curves(
         band: "quantile" (10 %-90 % of runs), "se" (mean +- 2 standard errors) or None.
         window: moving-average window over rounds (per-round curves only).
 
+    The legend's title says what the band and the smoothing are; policies whose
+    regret is identical in every run and round (:func:`coinciding`) are labelled
+    "identical to ...", and every policy has its own line style and markers, so a
+    curve drawn over another stays visible.
+
     Returns:
         The matplotlib Figure.
     """
@@ -97,15 +174,36 @@ def regret_curves(
     else:
         fig = ax.figure
     rounds = ds["round"].values + 1
-    for name in ds["policy"].values:
+    same = {n: g for g in coinciding(ds) for n in g}
+    n_rounds = len(rounds)
+    for k, name in enumerate(ds["policy"].values):
+        name = str(name)
         r = ds["regret"].sel(policy=name).values  # (runs, T)
         if cumulative:
             r = np.cumsum(r, axis=1)
         elif window > 1:
             r = trailing_mean(r, window)
         mean = r.mean(axis=0)
-        c = color_for(str(name))
-        ax.plot(rounds, mean, color=c, label=str(name), linewidth=1.6)
+        c = color_for(name)
+        ls, marker = style_for(name)
+        label = name
+        if name in same:
+            others = [o for o in same[name] if o != name]
+            label = f"{name} (identical to {', '.join(others)})"
+        # markers staggered per policy so coinciding curves show all of theirs
+        every = max(1, n_rounds // 8)
+        ax.plot(
+            rounds,
+            mean,
+            color=c,
+            label=label,
+            linewidth=1.6,
+            linestyle=ls,
+            marker=marker,
+            markevery=(min(n_rounds - 1, (k * every) // 4), every),
+            markersize=5,
+            markerfacecolor="none",
+        )
         if band == "quantile" and r.shape[0] > 1:
             lo, hi = np.quantile(r, [0.1, 0.9], axis=0)
             ax.fill_between(rounds, lo, hi, color=c, alpha=0.15, linewidth=0)
@@ -122,7 +220,11 @@ def regret_curves(
         "cumulative pseudo-regret" if cumulative else "pseudo-regret per round",
         title,
     )
-    ax.legend(frameon=False)
+    note = band_label(band, ds.sizes["run"])
+    if window > 1 and not cumulative:
+        smooth = f"curves: trailing mean over {window} rounds"
+        note = smooth if note is None else f"{note}\n{smooth}"
+    ax.legend(frameon=False, title=note, fontsize=8, title_fontsize=8)
     return fig
 
 
@@ -154,8 +256,9 @@ def tightness(ds, bounds: dict, *, policy: str | None = None, ax=None, title=Non
             linewidth=1.2,
         )
     ax.set_yscale("log")
-    _style(ax, "round", "cumulative regret", title)
-    ax.legend(frameon=False)
+    _style(ax, "round", "cumulative pseudo-regret", title)
+    ax.legend(frameon=False, title=band_label("quantile", ds.sizes["run"]),
+              fontsize=8, title_fontsize=8)
     return fig
 
 

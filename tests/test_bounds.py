@@ -138,7 +138,7 @@ def test_instance_constants_of_the_paper_instance():
     c = bounds.instance_constants(env)
     # v_i = (unit, 1) and theta = (unit, 1)/2 by construction.
     assert np.isclose(c["m1"], math.sqrt(2)) and np.isclose(c["m2"], math.sqrt(0.5))
-    assert np.isclose(c["w_max"], np.abs(np.asarray(env.w)).max())
+    assert np.isclose(c["w_max"], np.abs(np.asarray(env.w))[1:].max())  # w_1 inert
     assert c["w_sum_max"] == c["w_max"] and c["c1"] == c["c2"] == 1.0
     assert (c["L"], c["d"]) == (4, 10)
 
@@ -167,3 +167,26 @@ def test_instance_constants_of_the_paper_instance():
 def test_bad_constants_raise_naming_the_argument(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_instance_constants_leave_out_the_inert_w1_when_v0_is_zero():
+    env = RankingEnv.paper(seed=0, K=10, L=4, d=10, w_max=10.0)
+    w = np.asarray(env.w, dtype=float)
+    assert abs(w[0]) > np.abs(w[1:]).max()  # w_1 = 7.76 is the largest draw here
+    c = bounds.instance_constants(env)
+    # brute force: the largest |w_l| over positions 2..L
+    assert c["w_max"] == c["m3"] == pytest.approx(max(abs(x) for x in w[1:]))
+    assert c["w_max"] == pytest.approx(7.509, abs=1e-3)
+    assert bounds.w_max_realised(env) == c["w_max"]
+    # with a non-zero v0, w_1 acts on the reward and counts
+    env_v0 = RankingEnv(env.items, env.theta, env.w, v0=np.ones(10) / 10)
+    assert bounds.instance_constants(env_v0)["w_max"] == pytest.approx(abs(w[0]))
+
+
+@pytest.mark.parametrize(
+    "K, w_max, realised",
+    [(100, 10.0, 4.125), (10, 10.0, 7.509), (100, 0.5, 0.2062), (10, 0.1, 0.07509)],
+)
+def test_w_max_realised_of_the_paper_panels(K, w_max, realised):
+    env = RankingEnv.paper(seed=0, K=K, L=4, d=10, w_max=w_max)
+    assert bounds.w_max_realised(env) == pytest.approx(realised, rel=1e-3)

@@ -1,12 +1,16 @@
 """The command line: every subcommand at a small scale, and usage errors."""
 
+import json
+import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import xarray as xr
 
-from bayesrank import cli
+import bayesrank as br
+from bayesrank import bounds, cli
 from bayesrank.experiments import reproduce as rep
 
 
@@ -36,6 +40,44 @@ def test_bad_flags_print_usage_not_a_traceback(args):
     assert res.returncode == 2
     assert "usage:" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    "args, usage",
+    [
+        (["demo", "--nope"], "usage: bayesrank demo"),
+        (["demo", "--K", "0"], "usage: bayesrank demo"),
+        (["demo", "--T", "-5"], "usage: bayesrank demo"),
+        (["demo", "--runs", "0"], "usage: bayesrank demo"),
+        (["demo", "--w-max", "nan"], "usage: bayesrank demo"),
+        (["reproduce", "--nope"], "usage: bayesrank reproduce"),
+        (["reproduce", "--quick", "--scale", "full"], "usage: bayesrank reproduce"),
+        (["bench", "--nope"], "usage: bayesrank bench"),
+    ],
+)
+def test_bad_subcommand_flag_prints_that_subcommands_usage(args, usage, tmp_path,
+                                                           capsys):
+    out = tmp_path / "never"
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*args, "--out", str(out)] if args[0] == "demo" else args)
+    err = capsys.readouterr()
+    assert exc.value.code == 2
+    assert err.err.startswith(usage), err.err[:200]
+    # checked before anything runs: no header printed, no folder made
+    assert err.out == "" and not out.exists()
+
+
+def test_version_flag():
+    from bayesrank import __version__
+
+    res = run_cli("--version")
+    assert res.returncode == 0 and res.stdout.strip() == f"bayesrank {__version__}"
+
+
+def test_demo_help_names_the_files_it_writes():
+    res = run_cli("demo", "--help")
+    assert res.returncode == 0
+    assert "regret.png" in res.stdout and "results.nc" in res.stdout
 
 
 def test_errors_from_the_library_are_one_line(tmp_path):
@@ -70,6 +112,56 @@ def test_reproduce_parts_write_their_files(part, tmp_path, tiny_scale):
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
     assert pngs and all(f"({p})" in report for p in pngs)
     assert list(tmp_path.glob("*.nc"))
+    if part == "figure1":
+        # both the caption's d = 10 and the authors' script's d = 5
+        assert {p.stem for p in tmp_path.glob("figure1*.nc")} == {
+            "figure1_w0", "figure1_w10", "figure1_d5_w0", "figure1_d5_w10"
+        }
+        for d, tag in ((10, "figure1_w10"), (5, "figure1_d5_w10")):
+            ds = xr.load_dataset(tmp_path / f"{tag}.nc")
+            env = br.RankingEnv.paper(seed=0, K=100, L=4, d=d, w_max=10.0)
+            want = float(np.abs(np.asarray(env.w))[1:].max())  # w_1 * v0 = 0
+            assert ds.attrs["w_max_realised"] == pytest.approx(want)
+            assert ds.attrs["w_max_sampling"] == 10.0
+            assert f"realised {want:.3g}" in report
+    else:
+        _check_tightness_constants(tmp_path)
+
+
+def _check_tightness_constants(folder):
+    """Runs and bounds share their constants, checked against values by hand."""
+    ds = xr.load_dataset(folder / "tightness.nc")
+    consts = json.loads(ds.attrs["bound_constants"])
+    env = br.RankingEnv.paper(seed=0, K=10, L=4, d=10, w_max=10.0)
+    m1, m2 = math.sqrt(2.0), math.sqrt(0.5)  # v = (unit, 1), theta = (unit, 1)/2
+    w_max = float(np.abs(np.asarray(env.w))[1:].max())
+    for name in ("RankUCB", "GenRankUCB", "RankTS"):
+        c = consts[name]
+        assert c["m1"] == pytest.approx(m1) and c["m2"] == pytest.approx(m2)
+        assert c.get("w_max", c.get("m3")) == pytest.approx(w_max)
+        assert json.loads(ds.attrs[f"constants_{name}"]) == c
+    # the plotted bound is the theorem at exactly these constants
+    T = ds.sizes["round"]
+    t = np.arange(1, T + 1)
+    np.testing.assert_allclose(
+        ds["bound"].sel(policy="RankUCB").values,
+        bounds.rank_ucb_bound(t, L=4, d=10, lam=1.0, delta=0.1, m1=m1, m2=m2,
+                              w_max=w_max),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        ds["bound"].sel(policy="RankTS").values,
+        bounds.rank_ts_bound(t, L=4, d=10, m1=m1, m2=m2, w_max=w_max),
+        rtol=1e-6,
+    )
+    # and the runs were configured with them
+    pols = {n: f(0) for n, f in rep.tightness_policies(env, consts).items()}
+    assert pols["RankUCB"].m2 == pytest.approx(m2) and pols["RankUCB"].alpha is None
+    assert pols["GenRankUCB"].m2 == pytest.approx(m2)
+    assert pols["GenRankUCB"].m3 == pytest.approx(w_max)
+    assert pols["GenRankUCB"].lam == consts["GenRankUCB"]["lam"] == 1.0
+    # RankTS's prior N(0, m2^2 I) is the proof's lam = 1 / m2^2
+    assert float(np.ravel(pols["RankTS"].model.prior_scale)[0]) == pytest.approx(m2)
 
 
 def test_reproduce_timing_table(tmp_path, tiny_scale, monkeypatch):
@@ -98,8 +190,8 @@ def test_reproduce_all_quick(tmp_path):
     res = run_cli("reproduce", "all", "--quick", "--out", str(tmp_path))
     assert res.returncode == 0, res.stderr[-2000:]
     assert (tmp_path / "report.md").exists()
-    # figure1 (2) + appendix (3) + robustness (3) + nonlinear (2) + tightness (3)
-    assert len(list(tmp_path.glob("*.png"))) == 13
+    # figure1 (2 x 2) + appendix (3) + robustness (3) + nonlinear (2) + tightness (3)
+    assert len(list(tmp_path.glob("*.png"))) == 15
 
 
 @pytest.mark.slow

@@ -113,3 +113,12 @@ def test_notebook_runs(path, kernel_dir):
     executed = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in executed)
     assert set(os.listdir(NOTEBOOK_DIR)) == before, "the notebook left files behind"
+    # progress=False means no bar and no tqdm warning (tqdm.auto warns on import in
+    # a kernel without ipywidgets)
+    streams = [
+        o.get("text", "")
+        for c in executed
+        for o in c.outputs
+        if o.get("output_type") == "stream"
+    ]
+    assert not any("IProgress not found" in t or "TqdmWarning" in t for t in streams)

@@ -104,6 +104,9 @@ def test_confidently_wrong_prior_raises_regret_and_psense_flags_it(local_sweep):
     flagged = table[table["label"].str.startswith("wrong")]["diagnosis"]
     assert (flagged != "✓").all()
     assert (table[table["label"].str.startswith("weak")]["diagnosis"] == "✓").all()
+    # the per-coordinate rule: the wrong prior is flagged on most coordinates
+    wrong_rows = table[table["label"].str.startswith("wrong")]
+    assert (wrong_rows["psense_flag_share"] > 0.5).all()
 
 
 def test_stored_diagnostics_equal_arviz_on_stored_draws(local_sweep):
@@ -306,3 +309,76 @@ def test_heavy_tailed_nuts_cell_runs_and_is_diagnosed(tmp_path):
     assert float(ds["rhat"].max()) < 1.1
     assert ds["loop_divergences"].dtype.kind == "i"
     assert np.all(ds["regret"].values >= -1e-9)
+
+
+# ------------------------------------------------------------- the psense flag
+def test_coordinate_diagnosis_is_arviz_rule_per_coordinate():
+    from bayesrank.sensitivity import plots as sp
+
+    rng = np.random.default_rng(0)
+    p, lk = rng.random(50) * 0.1, rng.random(50) * 0.1
+    got = sp.coordinate_diagnosis(p, lk, 0.05)
+    for a, b, g in zip(p, lk, got):  # the rule of arviz.psense_summary, by hand
+        want = ("potential prior-data conflict" if a >= 0.05 and b >= 0.05
+                else "potential strong prior / weak likelihood" if a >= 0.05
+                else "✓")
+        assert g == want
+    with pytest.raises(ValueError, match="likelihood: expected the prior's shape"):
+        sp.coordinate_diagnosis(p, lk[:3])
+
+
+def _psense_ds(prior, like):
+    """A sweep-shaped Dataset with the given (cell, coordinate) sensitivities."""
+    prior, like = np.asarray(prior, float), np.asarray(like, float)
+    n, p = prior.shape
+    shape = (n, 1, 1, 1, p)
+    dims = ("cell", "diag_run", "checkpoint", "position", "theta_dim")
+    ones = np.ones(shape)
+    return xr.Dataset(
+        {
+            "psense_prior": (dims, prior.reshape(shape)),
+            "psense_likelihood": (dims, like.reshape(shape)),
+            "rhat": (dims, ones), "ess_bulk": (dims, 100 * ones),
+            "ess_tail": (dims, 100 * ones), "mcse_mean": (dims, 0.01 * ones),
+            "divergences": (("cell", "diag_run", "checkpoint", "position"),
+                            np.zeros(shape[:-1], int)),
+        },
+        coords={"cell": np.arange(n), "checkpoint": [100],
+                "label": ("cell", [f"c{i}" for i in range(n)])},
+        attrs={"psense_threshold": 0.05},
+    )
+
+
+def test_flag_needs_most_coordinates_and_the_same_coordinate():
+    from bayesrank.sensitivity import plots as sp
+
+    ds = _psense_ds(
+        prior=[[0.2, 0.01, 0.01, 0.01],   # one sensitive coordinate: not flagged
+               [0.2, 0.2, 0.2, 0.01],     # most coordinates in conflict: flagged
+               [0.2, 0.2, 0.2, 0.01],     # prior high, likelihood low: strong prior
+               [0.2, 0.01, 0.01, 0.01]],  # max prior and max likelihood differ
+        like=[[0.1, 0.1, 0.1, 0.1],
+              [0.1, 0.1, 0.1, 0.1],
+              [0.01, 0.01, 0.01, 0.01],
+              [0.01, 0.1, 0.1, 0.1]],
+    )
+    t = sp.diagnostics_table(ds)
+    assert t["diagnosis"].tolist() == [
+        "✓", "potential prior-data conflict",
+        "potential strong prior / weak likelihood", "✓",
+    ]
+    np.testing.assert_allclose(t["psense_flag_share"], [0.25, 0.75, 0.75, 0.25])
+
+
+def test_progress_off_imports_no_tqdm():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from bayesrank.sensitivity.run import progress_bar; "
+        "b = progress_bar(False, total=3); b.update(1); b.close(); "
+        "print(any(m.startswith('tqdm') for m in sys.modules))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True)
+    assert res.stdout.strip() == "False"

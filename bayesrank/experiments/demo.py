@@ -72,6 +72,11 @@ def run_demo(
     import bayesrank as br
     from bayesrank import plots
 
+    for name, val in (("K", K), ("T", T), ("runs", runs)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {val!r}")
+    if not (isinstance(w_max, (int, float)) and math.isfinite(w_max) and w_max >= 0):
+        raise ValueError(f"w_max: expected a finite number >= 0, got {w_max!r}")
     if quick:
         K, T, runs = min(K, 20), min(T, 200), min(runs, 4)
     out = Path(out)

@@ -72,8 +72,16 @@ class GenRankUCB(UCBPolicy):
         seed: kept for the common interface (nothing is drawn).
         model: per-position posterior over phi (default
             ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``, ridge).
-        m2: bound on ``||theta^l||``; m3: bound on ``|w_l|``; Lemma 1's width uses
-            ``||phi|| <= m2 sqrt(1 + m3^2)``.
+        m2: bound on ``||theta^l||``.
+        m3: the declared bound on ``|w_l|`` (assumption (c) of the paper's
+            Theorem 2); Lemma 1's width uses ``||phi|| <= m2 sqrt(1 + m3^2)``.
+            The default, 10.0, is the largest range the paper's experiments draw
+            w from (``w_l ~ U(-10, 10)``), so with the default m2 = 1 the width
+            covers every instance of that generator. A value below the true
+            ``max |w_l|`` voids Lemma 1's confidence statement (the radius is too
+            small); a larger one only widens the radius, by ``sqrt(1 + m3^2)``.
+            Only positions 2..L need it when v0 = 0 (w_1 multiplies v0). Unused
+            when ``alpha`` is given.
         c1: the link's lower derivative bound (non-identity links).
     """
 
@@ -94,7 +102,7 @@ class GenRankUCB(UCBPolicy):
         seed: int = 0,
         model=None,
         m2: float = 1.0,
-        m3: float = 1.0,
+        m3: float = 10.0,
         c1: float | None = None,
     ):
         if L is None:

@@ -63,6 +63,38 @@ PSENSE_THRESHOLD = 0.05
 _COMPILED: dict = {}
 
 
+class _NoBar:
+    """What :func:`progress_bar` returns when progress is off: does nothing."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(enabled: bool, **kwargs):
+    """A tqdm bar, or a do-nothing stand-in when ``enabled`` is false.
+
+    tqdm is imported only when a bar is shown. In a Jupyter kernel the widget bar
+    (``tqdm.notebook``) is used when ipywidgets is installed (the ``test`` extra
+    installs it); otherwise the plain text bar (``tqdm.std``), so no
+    ``TqdmWarning: IProgress not found`` is raised (``tqdm.auto`` warns on import
+    in a kernel without ipywidgets, even for a disabled bar).
+    """
+    if not enabled:
+        return _NoBar()
+    import importlib.util
+    import sys
+
+    in_kernel = "ipykernel" in sys.modules
+    if in_kernel and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.notebook import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm(leave=False, **kwargs)
+
+
 # --------------------------------------------------------------------- the play
 def _play(core, env, T: int, best):
     """One run ``(state, pkey, nkey) -> (state, regret (T,), items (T, L), rewards)``.
@@ -481,6 +513,11 @@ def _combine(spec: SweepSpec, store: SweepStore, keys: list[str]):
     for p in parts:
         p.attrs.pop("cell", None)
         p.attrs.pop("cell_key", None)
+        # Fixed-width strings would be cut to the first cell's width by concat
+        # ("correlated" -> "corre"): use variable-length ones.
+        for k in list(p.coords):
+            if p[k].dtype.kind == "U":
+                p.coords[k] = p[k].astype(object)
     ds = xr.concat(
         parts,
         dim="cell",
@@ -537,8 +574,6 @@ def run_sweep(
         ...                      "priors": {"weak": {"scale": [1.0, 10.0]}}})
         >>> ds = run_sweep(spec, "sweep-out", progress=False)  # doctest: +SKIP
     """
-    from tqdm.auto import tqdm
-
     from bayesrank.sensitivity.executors import make_executor
 
     if not isinstance(spec, SweepSpec):
@@ -564,9 +599,7 @@ def run_sweep(
         {"cells": [c.to_dict() for c in b], "settings": s.to_dict(), "x64": x64}
         for b in batches
     ]
-    bar = tqdm(
-        total=len(pending), desc=s.name, unit="cell", disable=not progress, leave=False
-    )
+    bar = progress_bar(progress, total=len(pending), desc=s.name, unit="cell")
     if pending:
         ex = make_executor(
             name,
