@@ -198,8 +198,9 @@ def main(argv=None) -> int:
             from bayesrank.experiments.bench import run_bench
 
             run_bench(args.which, quick=args.quick)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        subparser.exit(2, f"bayesrank {args.command}: error: {exc}\n")
+    except (ValueError, TypeError, OSError) as exc:  # OSError: files and folders
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        subparser.exit(2, f"bayesrank {args.command}: error: {msg}\n")
     return 0
 
 

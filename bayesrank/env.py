@@ -211,7 +211,7 @@ class RankingEnv:
 
     def position_means(self, lists):
         """Expected reward of each position: (L,) for a list, (..., L) for a batch."""
-        check_lists(lists, self.K, self.L)
+        check_lists(lists, self.K, self.L, "lists")
         return _position_means(self, jnp.asarray(lists))
 
     def _position_means(self, lists):

@@ -199,3 +199,26 @@ def test_bench_decode_quick():
     res = run_cli("bench", "decode", "--quick")
     assert res.returncode == 0, res.stderr[-2000:]
     assert "networkx" in res.stdout
+
+
+@pytest.mark.parametrize("case", ["out is a file", "config not UTF-8", "config missing",
+                                  "config a folder", "out under a file"])
+def test_file_errors_are_one_line_not_a_traceback(case, tmp_path, capsys):
+    """OSError and bad files at the CLI boundary: one line naming the problem, exit 2."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_bytes(b'name = "\xff\xfe"\n')
+    argv = {
+        "out is a file": ["demo", "--quick", "--out", str(afile)],
+        "config not UTF-8": ["sweep", str(bad_toml), "--quick"],
+        "config missing": ["sweep", str(tmp_path / "none.toml"), "--quick"],
+        "config a folder": ["sweep", str(tmp_path), "--quick"],
+        "out under a file": ["demo", "--quick", "--out", str(afile / "sub")],
+    }[case]
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"bayesrank {argv[0]}: error:")
+    assert "Traceback" not in err

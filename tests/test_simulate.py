@@ -105,18 +105,42 @@ def test_netcdf_round_trip(env, tmp_path):
     assert "jax" in json.loads(back.attrs["versions"])
 
 
-def test_bad_arguments(env):
-    with pytest.raises(ValueError, match="policies"):
-        simulate(env, {}, T=10, runs=1)
-    with pytest.raises(TypeError, match="policies"):
-        simulate(env, {"x": 3}, T=10, runs=1)
-    with pytest.raises(ValueError, match="T: expected a positive integer"):
-        simulate(env, _factories(env), T=0, runs=1)
-    with pytest.raises(ValueError, match="runs: expected a positive integer"):
-        simulate(env, _factories(env), T=5, runs=-1)
-    other = br.RankingEnv.paper(seed=0, K=5, L=3, d=5)
-    with pytest.raises(ValueError, match="K="):
-        simulate(other, _factories(env), T=5, runs=1, progress=False)
+def _good(env):
+    return dict(env=env, policies=_factories(env), T=5, runs=1, progress=False)
+
+
+SIMULATE_BAD = {
+    "no policies": ({"policies": {}}, ValueError, "policies: expected a non-empty"),
+    "policies a list": ({"policies": [1]}, ValueError, "policies: expected a non-empty"),
+    "factory not callable": ({"policies": {"x": 3}}, TypeError, "policies['x']: expected a callable"),
+    "T zero": ({"T": 0}, ValueError, "T: expected a positive integer"),
+    "T float": ({"T": 2.5}, ValueError, "T: expected a positive integer"),
+    "T bool": ({"T": True}, ValueError, "T: expected a positive integer"),
+    "T string": ({"T": "5"}, ValueError, "T: expected a positive integer"),
+    "runs negative": ({"runs": -1}, ValueError, "runs: expected a positive integer"),
+    "runs float": ({"runs": 1.0}, ValueError, "runs: expected a positive integer"),
+    "chunk_runs zero": ({"chunk_runs": 0}, ValueError, "chunk_runs: expected a positive"),
+    "chunk_runs str": ({"chunk_runs": "2"}, ValueError, "chunk_runs: expected a positive"),
+    "users unknown": ({"users": "random"}, ValueError, "users: expected one of"),
+    "env None": ({"env": None}, TypeError, "env: expected a bayesrank.RankingEnv"),
+    "env a dict": ({"env": {}}, TypeError, "env: expected a bayesrank.RankingEnv"),
+    "factory returns a non-policy": ({"policies": {"x": lambda s: 3}}, TypeError,
+                                     "policies['x']"),
+    "other catalogue size": ("other K", ValueError, "K="),
+}
+
+
+@pytest.mark.parametrize("case", list(SIMULATE_BAD))
+def test_bad_arguments(env, case):
+    change, exc, words = SIMULATE_BAD[case]
+    kw = _good(env)
+    if change == "other K":
+        kw["env"] = br.RankingEnv.paper(seed=0, K=5, L=3, d=5)
+    else:
+        kw.update(change)
+    with pytest.raises(exc) as info:
+        simulate(**kw)
+    assert words in str(info.value)
 
 
 def test_nuts_policy_runs_run_by_run_and_saves(env, tmp_path):

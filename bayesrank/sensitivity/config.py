@@ -406,6 +406,6 @@ def load_config(path, *, quick: bool = False) -> SweepSpec:
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config: {path} is not valid TOML ({exc})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"config: {path} is not valid UTF-8 TOML ({exc})") from None
     return parse_config(data, quick=quick)
