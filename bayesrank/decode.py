@@ -43,10 +43,18 @@ __all__ = [
 
 
 def _as_float(x):
-    """A JAX array of a floating dtype (integer scores are promoted)."""
-    x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(jnp.result_type(float))
+    """Scores of a floating dtype (integer scores are promoted).
+
+    Host data stay NumPy arrays: a jitted function takes them directly, which costs
+    less than converting them with ``jnp.asarray`` first (a dispatched op per array).
+    """
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(jnp.result_type(float))
+        return x
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64 if jax.config.jax_enable_x64 else np.float32)
     return x
 
 
@@ -346,7 +354,8 @@ def _check_values(arr, name: str) -> None:
     a = np.asarray(arr)
     if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
         raise TypeError(f"{name}: expected real scores, got dtype {a.dtype}")
-    if np.isnan(a).any() or np.isposinf(a).any():
+    # one pass: the max is NaN if any entry is, +inf if any entry is
+    if a.size and not a.max() < np.inf:
         raise ValueError(
             f"{name}: scores must be finite or -inf (never rank); found NaN or +inf"
         )
@@ -434,8 +443,11 @@ def best_list(
     if mask is not None:
         first, pairs = apply_mask(first, pairs, mask)
     traced = _is_tracer(first) or _is_tracer(pairs)
+    host = not any(isinstance(x, jax.Array) for x in (first, pairs))
     if not distinct and top_k is None:
-        items, value = _dp_jit(first, pairs)
+        # NumPy in, NumPy out: the same DP on the host, without copying the tables
+        # onto the device (the copy alone costs more than the O(L K^2) DP).
+        items, value = (_dp_host if host else _dp_jit)(first, pairs)
         if not traced and not np.isfinite(float(value)):
             raise ValueError("first/pairs: every list has score -inf; nothing to rank")
         return items, value
@@ -455,6 +467,22 @@ def best_list(
 
 
 _dp_jit = jax.jit(dp_decode)
+
+
+def _dp_host(first: np.ndarray, pairs: np.ndarray):
+    """:func:`dp_decode` in NumPy, step for step (same sums, same tie rule: the
+    smallest index among equal maxima)."""
+    v, back = first, []
+    for s in pairs:
+        tot = v[:, None] + s
+        arg = np.argmax(tot, axis=0)
+        back.append(arg)
+        v = tot[arg, np.arange(s.shape[1])]
+    last = int(np.argmax(v))
+    items = [last]
+    for arg in reversed(back):
+        items.append(int(arg[items[-1]]))
+    return np.array(items[::-1], np.int32), v[last]
 
 
 # ------------------------------------------------------------------ inside jax.jit

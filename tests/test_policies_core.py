@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -158,19 +159,34 @@ def test_select_batch_equals_row_by_row_select(env, name, shared_mask):
 
 
 def test_ts_batch_makes_one_independent_draw_per_request(env):
-    """Each row is the best list under its own draw: the draw the core makes with
-    that request's key; rows differ although the context is the same."""
+    """Each row is the best list under its own draw (brute force over that draw's
+    scores), rows differ although the context is the same, and the draws follow the
+    posterior (mean and covariance against the closed form, 4,000 draws)."""
     pol = _policies(env)["ts"]()
     _train(pol, env, np.random.default_rng(8), T=3)
-    B, v = 64, np.ones(env.d)
-    t, state = pol.t, pol.state
-    batch = pol.select_batch(np.tile(v, (B, 1)))
-    keys = jax.random.split(jax.random.fold_in(pol.key, t), B)
-    ctx = pol.context(v0=v)
-    for b in range(B):
-        _, sel = pol.core.select(keys[b], state, ctx)
-        np.testing.assert_array_equal(batch[b], np.asarray(sel.items))
-    assert len({tuple(r) for r in batch.tolist()}) > 1
+    B, v = 4000, np.ones(env.d)
+    ctxs = Context(jnp.asarray(np.tile(v, (B, 1))), pol.context().mask)
+    _, sel = pol.core.select_batch(jax.random.key(5), pol.state, ctxs)
+    theta = np.asarray(sel.params)  # (B, L, p)
+    tabs = pol.core.tables
+    for b in range(0, B, 400):
+        rest = tabs.rest(sel.params[b], pol.state.items)
+        first = tabs.first(sel.params[b], pol.state.items, rest, jnp.asarray(v))
+        tables = (np.asarray(first), np.asarray(tabs.dense(rest)))
+        value = _brute_best(tables, env.K, env.L, np.ones(env.K, bool), False, False)
+        got = _list_value(tables, np.asarray(sel.items[b]), False)
+        assert got == pytest.approx(value, rel=1e-9, abs=1e-9)
+    assert len({tuple(r) for r in np.asarray(sel.items).tolist()}) > 1
+    mean = pol.posterior_mean()
+    cov = np.asarray(pol.model.covariance(pol.state.model))
+    for pos in range(env.L):
+        sd = np.sqrt(np.diag(cov[pos]))
+        z = (theta[:, pos].mean(0) - mean[pos]) / (sd / np.sqrt(B))
+        assert np.abs(z).max() < 4.5
+        np.testing.assert_allclose(np.cov(theta[:, pos].T), cov[pos],
+                                   atol=0.1 * sd.max() ** 2)
+    batch = pol.select_batch(np.tile(v, (16, 1)))  # the class: same path
+    assert batch.shape == (16, env.L)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -123,12 +123,20 @@ def compose(
     def select_batch(key, state, ctxs):
         """B requests: ctxs.v0 (B, d), ctxs.mask (B, Kc) or (Kc,) for a shared mask."""
         shared_mask = ctxs.mask.ndim == 1
-        if estimate.random or window or distinct:
+        ctx_axes = Context(0, None if shared_mask else 0)
+        if estimate.random:
             # One independent draw per request (MCMC chains are not advanced: every
             # request's draw starts from the current chain state).
+            params = estimate.batch(key, state.model, state.est, ctxs.v0.shape[0])
+
+            def one(p, ctx):
+                chosen, value = _decode(p, state, ctx)
+                return Selection(chosen, value, p)
+
+            return state, jax.vmap(one, in_axes=(0, ctx_axes))(params, ctxs)
+        if window or distinct:
             keys = jax.random.split(key, ctxs.v0.shape[0])
-            in_axes = (0, None, Context(0, None if shared_mask else 0))
-            sel = jax.vmap(select, in_axes=in_axes)(keys, state, ctxs)[1]
+            sel = jax.vmap(select, in_axes=(0, None, ctx_axes))(keys, state, ctxs)[1]
             return state, sel
         params, mstate = estimate(key, state.model, state.est)
         rest = tables.rest(params, state.items)

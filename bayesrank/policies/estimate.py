@@ -48,6 +48,16 @@ class Thompson:
         theta, mstate = self.model.draw(key, mstate)
         return theta, mstate
 
+    def batch(self, key, mstate, est, n: int):
+        """n independent draws (n, L, p) for a batch of requests. Models with a
+        ``draw_batch`` share one factorisation across the batch; others (NUTS) draw
+        per request from the current chain state (chains are not advanced)."""
+        many = getattr(self.model, "draw_batch", None)
+        if many is not None:
+            return many(key, mstate, n)
+        keys = jax.random.split(key, n)
+        return jax.vmap(lambda k: self.model.draw(k, mstate)[0])(keys)
+
 
 class Optimistic:
     """``UCBParams(theta_hat, width / c1, chol)`` from the posterior mean.

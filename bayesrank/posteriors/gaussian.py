@@ -513,6 +513,10 @@ class GaussianLinear(_ConjugateLinear):
         )
         return theta, state
 
+    def draw_batch(self, key, state: GaussianState, n: int) -> jax.Array:
+        """n independent draws of theta at once: (n, L, p) (a batch of requests)."""
+        return linalg.sample_many_from_precision(key, self.mean(state), state.chol, n)
+
     def covariance(self, state: GaussianState) -> jax.Array:
         """Posterior covariance P_n^{-1} per position, (L, p, p) (for inspection)."""
         eye = jnp.eye(state.b.shape[1], dtype=state.b.dtype)
@@ -694,6 +698,16 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
             keys, self.mean(state), state.chol, jnp.sqrt(sigma2)
         )
         return theta, state
+
+    def draw_batch(self, key, state: NIGState, n: int) -> jax.Array:
+        """n independent draws of (s^2, theta), theta returned: (n, L, p)."""
+        L = state.b.shape[0]
+        k_var, k_theta = jax.random.split(key)
+        shape, rate = self.noise_posterior(state)
+        sigma2 = rate / jax.random.gamma(k_var, shape, (n, L), state.b.dtype)
+        return linalg.sample_many_from_precision(
+            k_theta, self.mean(state), state.chol, n, jnp.sqrt(sigma2)
+        )
 
     def covariance(self, state: NIGState) -> jax.Array:
         """Marginal posterior covariance of theta, ``b_n / (a_n - 1) Lambda_n^{-1}``.

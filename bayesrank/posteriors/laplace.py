@@ -359,6 +359,12 @@ class LaplaceGLM:
         theta = jax.vmap(linalg.sample_from_precision)(keys, state.theta, state.chol)
         return theta, state
 
+    def draw_batch(self, key, state, n: int) -> jax.Array:
+        """n independent draws from N(MAP, H^{-1}) at once: (n, L, p)."""
+        if self._exact is not None:
+            return self._exact.draw_batch(key, state, n)
+        return linalg.sample_many_from_precision(key, state.theta, state.chol, n)
+
     def mean(self, state) -> jax.Array:
         """(L, p) the MAP (regularised MLE), current after every ``update``."""
         if self._exact is not None:

@@ -38,6 +38,8 @@ __all__ = [
     "chol_logdet",
     "chol_solve",
     "chol_update",
+    "sample_many_from_precision",
+    "tri_inv",
     "chol_update_many",
     "logdet_increment",
     "mahalanobis_norms",
@@ -185,7 +187,20 @@ def sample_from_precision(
     """
     chol = jnp.asarray(chol)
     z = jax.random.normal(key, chol.shape[-1:], chol.dtype)
-    return mean + scale * solve_triangular(chol, z, lower=True, trans="T")
+    return mean + scale * (tri_inv(chol).T @ z)
+
+
+def tri_inv(chol: jax.Array) -> jax.Array:
+    """``C^{-1}`` of lower-triangular factors (..., d, d), by a triangular solve
+    against the identity (O(d^3), d small).
+
+    The draws multiply by it instead of calling ``solve_triangular`` on freshly
+    drawn normals: XLA on CPU, given a random operand made in the same computation,
+    ran the solve 15-100x slower than the solve and the draw apart (measured:
+    (4, 10, 1000) normals, 33-94 ms against 0.8 ms).
+    """
+    eye = jnp.broadcast_to(jnp.eye(chol.shape[-1], dtype=chol.dtype), chol.shape)
+    return solve_triangular(chol, eye, lower=True)
 
 
 def mahalanobis_norms(chol: jax.Array, X: jax.Array) -> jax.Array:
@@ -207,3 +222,25 @@ def mahalanobis_norms(chol: jax.Array, X: jax.Array) -> jax.Array:
         return jnp.sqrt(jnp.dot(z, z))
     Z = whiten(chol, X.T)
     return jnp.sqrt(jnp.sum(Z * Z, axis=0))
+
+
+def sample_many_from_precision(key, mean, chol, n: int, scale=1.0) -> jax.Array:
+    """n draws per position at once: ``theta[b, l] = mean[l] + scale[b, l] C_l^{-T} z``.
+
+    One triangular solve with n right-hand sides per position (a batch of requests
+    shares the factor), instead of n separate solves.
+
+    Args:
+        key: a JAX PRNG key; mean: (L, d); chol: (L, d, d) lower factors of the
+            precisions; n: draws; scale: () or (n, L) multipliers of the sd.
+
+    Returns:
+        (n, L, d) draws.
+    """
+    L, d = mean.shape
+    z = jax.random.normal(key, (L, d, n), mean.dtype)
+    eps = jnp.einsum("lji,ljn->nli", tri_inv(chol), z)  # C^{-T} z, (n, L, d)
+    scale = jnp.asarray(scale, mean.dtype)
+    if scale.ndim:
+        scale = scale[..., None]
+    return mean[None] + scale * eps
