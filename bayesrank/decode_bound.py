@@ -67,6 +67,8 @@ import numpy as np
 from bayesrank import decode
 from bayesrank.decode_monotone import (
     CHUNK,
+    backward_chain,
+    backward_in_jit,
     _first_or_raise,
     _host_mask,
     _host_values,
@@ -81,7 +83,14 @@ from bayesrank.decode_monotone import (
 )
 from bayesrank.links import Link
 
-__all__ = ["BoundInfo", "bound_step", "ucb_decode", "ucb_in_jit"]
+__all__ = [
+    "BoundInfo",
+    "bound_step",
+    "ucb_backward",
+    "ucb_backward_in_jit",
+    "ucb_decode",
+    "ucb_in_jit",
+]
 
 #: Relative slack on the bound (rounding of norms and sums cannot prune a winner).
 SLACK = 1e-9
@@ -134,8 +143,11 @@ def bound_step(V, A, B, UaT, UbT, c: float, link: Link, cols):
         _prefix_search(pairs, V[src] + Bp[src], src, Ap)
     else:
         _onion_search(pairs, V, Bp, src, Ap, f)
-    # Rescore the maximisers with the direct norm.
-    M[cols], arg[cols] = pairs.best, pairs.arg
+    # Rescore the maximisers with the direct norm (blocks use the Gram form).
+    j, i = cols, pairs.arg
+    d = UaT[j] + UbT[i]
+    M[cols] = V[i] + f(A[j] + B[i] + c * np.sqrt(np.einsum("kq,kq->k", d, d)))
+    arg[cols] = i
     return M, arg, int(pairs.evals)
 
 
@@ -148,6 +160,39 @@ class _Pairs:
         self.best = np.full(cols.size, -np.inf)
         self.arg = np.zeros(cols.size, np.int64)
         self.evals = 0
+        self.na2 = np.einsum("kq,kq->k", UaT, UaT)
+        self.nb2 = np.einsum("kq,kq->k", UbT, UbT)
+
+    def score_prefixes(self, jl, cnt, items):
+        """Score j = jl[r] against items[:cnt[r]], in dense BLAS blocks.
+
+        The rows are sorted by cnt and cut into blocks of at most CHUNK entries; each
+        block is scored in the Gram form ``|a|^2 + 2 a.b + |b|^2`` up to its longest
+        prefix, entries past a row's own prefix are ignored. Counts every computed
+        entry as a pair evaluation.
+        """
+        order = np.argsort(-cnt, kind="stable")
+        jl, cnt = jl[order], cnt[order]
+        s = 0
+        while s < jl.size:
+            width = int(cnt[s])
+            e = min(jl.size, s + max(1, CHUNK // width))
+            J, I = jl[s:e], items[:width]
+            j = self.cols[J]
+            sq = (self.UaT[j] @ self.UbT[I].T) * 2.0
+            sq += self.na2[j][:, None]
+            sq += self.nb2[I][None, :]
+            z = self.A[j][:, None] + self.B[I][None, :]
+            z += self.c * np.sqrt(np.maximum(sq, 0.0))
+            val = self.V[I][None, :] + self.f(z)
+            val[np.arange(width)[None, :] >= cnt[s:e, None]] = -np.inf
+            k = np.argmax(val, axis=1)
+            top = val[np.arange(e - s), k]
+            better = top > self.best[J]
+            self.best[J[better]] = top[better]
+            self.arg[J[better]] = I[k[better]]
+            self.evals += (e - s) * width
+            s = e
 
     def threshold(self, jl):
         """Scores a candidate must reach: best minus a rounding slack."""
@@ -174,13 +219,6 @@ class _Pairs:
             self.arg[Js[better]] = I[first[better]]
 
 
-def _ragged(act, cnt):
-    """(repeat(act, cnt), offsets 0..cnt-1 within each run)."""
-    jl = np.repeat(act, cnt)
-    offs = np.arange(jl.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    return jl, offs
-
-
 def _prefix_search(pairs: _Pairs, u, src, Ap):
     """Identity link: the candidates of j are a prefix of the items sorted by u."""
     order = np.argsort(-u, kind="stable")
@@ -193,8 +231,7 @@ def _prefix_search(pairs: _Pairs, u, src, Ap):
         cnt = np.searchsorted(neg[start:end], -thr, side="right")
         live = cnt > 0
         act, cnt = act[live], cnt[live]
-        jl, offs = _ragged(act, cnt)
-        pairs.score(jl, srt[start + offs])
+        pairs.score_prefixes(act, cnt, srt[start:end])
         act = act[cnt == end - start]  # the others ran out of candidates
         start, size = end, min(2 * size, BLOCK_MAX)
 
@@ -342,3 +379,48 @@ def ucb_in_jit(first, A, B, Ua, Ub, c, links, *, mask=None, distinct: bool = Fal
         return items, value, info.pair_evals
 
     return host_call(fn, L, dtype, L - 1, *arrs, m)
+
+
+def ucb_backward(A, B, Ua, Ub, c, links, *, mask=None):
+    """Backward pass for UCB scores ``f(A_j + B_i + c||a_j + b_i||)``, no K x K table.
+
+    Each step ``H_l(i) = max_j [H_{l+1}(j) + s_l(i, j)]`` is :func:`bound_step` with the
+    roles of (A, Ua) and (B, Ub) swapped (the maximum runs over the next item j); exact
+    (module docstring). Host NumPy, float64, no input checks (see :func:`ucb_decode`).
+
+    Args:
+        A, B: (L-1, K); Ua, Ub: (L-1, q, K); c: (L-1,) >= 0; links: as in
+        :func:`ucb_decode`; mask: (K,) bool or None.
+
+    Returns:
+        to_go (K,), ptr (L-1, K) int32, pair_evals (L-1,) int64: the exact pair scores
+        computed per step. Ties: some maximiser (not always the smallest index).
+    """
+    A, B, c = (np.asarray(x, np.float64) for x in (A, B, c))
+    Lm1, K = A.shape
+    lks = resolve_step_links(links, Lm1 + 1)
+    UaT = [np.ascontiguousarray(np.asarray(Ua[l], np.float64).T) for l in range(Lm1)]
+    UbT = [np.ascontiguousarray(np.asarray(Ub[l], np.float64).T) for l in range(Lm1)]
+
+    def step(l, H, cols):
+        return bound_step(H, B[l], A[l], UbT[l], UaT[l], float(c[l]), lks[l], cols)
+
+    return backward_chain(step, Lm1 + 1, K, mask)
+
+
+def ucb_backward_in_jit(A, B, Ua, Ub, c, links, mask):
+    """:func:`ucb_backward` from traced code: ``(to_go, ptr, pair_evals)``.
+
+    Args:
+        A, B: (L-1, K); Ua, Ub: (L-1, q, K); c: (L-1,) (may be traced); links: static;
+        mask: (K,) bool (may be traced).
+    """
+    arrs = [decode._as_float(x) for x in (A, B, Ua, Ub, c)]
+    Lm1, K = arrs[0].shape
+    lks = resolve_step_links(links, Lm1 + 1)
+    dtype = jnp.result_type(*arrs)
+
+    def fn(a, b, ua, ub, cc, m):
+        return ucb_backward(a, b, ua, ub, cc, lks, mask=np.asarray(m, bool))
+
+    return backward_in_jit(fn, K, Lm1 + 1, dtype, *arrs, jnp.asarray(mask, bool))

@@ -57,10 +57,14 @@ from bayesrank.links import Link, get_link
 
 __all__ = [
     "MonotoneInfo",
+    "backward_chain",
+    "backward_in_jit",
     "check_scale_inputs",
     "exp_step",
     "front_step",
+    "monotone_backward",
     "monotone_decode",
+    "monotone_backward_in_jit",
     "monotone_in_jit",
     "np_link",
     "pareto_front",
@@ -97,7 +101,7 @@ def resolve_step_links(links, L: int) -> tuple[Link, ...]:
     Raises:
         ValueError/TypeError: a wrong count or an unknown link.
     """
-    if isinstance(links, (list, tuple)):
+    if isinstance(links, (list, tuple)) and not isinstance(links, Link):
         if len(links) == L:
             links = links[1:]
         elif len(links) != L - 1:
@@ -120,6 +124,12 @@ def pareto_front(V, B) -> np.ndarray:
     idx = np.flatnonzero(V > -np.inf)
     if idx.size == 0:
         return idx
+    # Cheap prefilter (exact): the item of largest B dominates every item of smaller V,
+    # the item of largest V every item of smaller B; only the rest is sorted.
+    k = idx[np.argmax(B[idx])]
+    idx = idx[V[idx] >= V[k]]
+    k = idx[np.argmax(V[idx])]
+    idx = idx[B[idx] >= B[k]]
     order = idx[np.lexsort((-V[idx], -B[idx]))]  # B descending, then V descending
     v = V[order]
     before = np.maximum.accumulate(np.concatenate(([-np.inf], v[:-1])))
@@ -292,6 +302,77 @@ def chain_decode(first, step, L: int, K: int, mask):
     )
 
 
+def backward_chain(step, L: int, K: int, mask):
+    """Backward DP (positions L..2) with a step ``step(l, H, cols) -> (M, arg, size)``.
+
+    ``step(l, H, cols)`` must return ``M(i) = max_j [H(j) + s_{l+2}(i, j)]`` for the
+    items i in ``cols`` (-inf elsewhere), where ``H`` is -inf on masked items. This is
+    the pass of :mod:`bayesrank.backward`, on the host.
+
+    Returns:
+        to_go (K,) float64, ptr (L-1, K) int32 (``ptr[l, i]``: best item at position
+        l+2 after item i; 0 for masked i), sizes (L-1,) int64.
+    """
+    cols = np.arange(K) if mask is None else np.flatnonzero(mask)
+    H = np.zeros(K)
+    ptr = np.zeros((L - 1, K), np.int32)
+    sizes = np.zeros(L - 1, np.int64)
+    for l in range(L - 2, -1, -1):
+        Hm = np.full(K, -np.inf)
+        Hm[cols] = H[cols]
+        H, arg, sizes[l] = step(l, Hm, cols)
+        ptr[l] = arg
+    return H, ptr, sizes
+
+
+def monotone_backward(A, B, links, *, mask=None):
+    """Backward pass for ``s_l(i, j) = f_l(A[l-2, j] + B[l-2, i])``, no K x K table.
+
+    The step ``H_l(i) = max_j [H_{l+1}(j) + f(A_j + B_i)]`` is :func:`front_step` (exp:
+    :func:`exp_step`; identity: O(K)) with the roles of A and B swapped: the maximum runs
+    over the next item j, so the front is that of ``(H(j), A_j)``. Exact for every
+    nondecreasing link (module docstring); host NumPy, float64, no input checks (use
+    :func:`monotone_decode` for a checked entry point).
+
+    Args:
+        A, B: (L-1, K); links: as in :func:`monotone_decode`; mask: (K,) bool or None.
+
+    Returns:
+        to_go (K,), ptr (L-1, K) int32, sizes (L-1,) int64: the front (or hull) size
+        scanned per step. Ties: some maximiser (not always the smallest index).
+    """
+    A = np.asarray(A, np.float64)
+    B = np.asarray(B, np.float64)
+    Lm1, K = A.shape
+    lks = resolve_step_links(links, Lm1 + 1)
+    return backward_chain(
+        lambda l, H, cols: _step(H, B[l], A[l], lks[l], cols), Lm1 + 1, K, mask
+    )
+
+
+def backward_in_jit(fn, K: int, L: int, dtype, *arrays):
+    """Call a host backward pass ``fn(*host_arrays) -> (to_go, ptr, counts)``.
+
+    ``jax.pure_callback`` with ``vmap_method="sequential"``. Returns ``to_go`` (K,) of
+    ``dtype``, ``ptr`` (L-1, K) int32 and ``counts`` (L-1,) of the default int dtype
+    (clipped to fit).
+    """
+    itype = jnp.result_type(int)
+    out = (
+        jax.ShapeDtypeStruct((K,), dtype),
+        jax.ShapeDtypeStruct((L - 1, K), jnp.int32),
+        jax.ShapeDtypeStruct((L - 1,), itype),
+    )
+    top = np.iinfo(itype).max
+
+    def host(*xs):
+        to_go, ptr, counts = fn(*(np.asarray(x) for x in xs))
+        counts = np.minimum(np.asarray(counts, np.int64), top).astype(itype)
+        return np.asarray(to_go, dtype), np.asarray(ptr, np.int32), counts
+
+    return jax.pure_callback(host, out, *arrays, vmap_method="sequential")
+
+
 def search_with_rows(first, row, back_step, L: int, K: int, mask, k: int = 1):
     """Exact distinct search (:func:`bayesrank.decode._astar`) on rows made on demand.
 
@@ -444,3 +525,20 @@ def monotone_in_jit(first, A, B, links, *, mask=None, distinct: bool = False):
         return items, value, info.front
 
     return host_call(fn, L, dtype, L - 1, first, A, B, m)
+
+
+def monotone_backward_in_jit(A, B, links, mask):
+    """:func:`monotone_backward` from traced code: ``(to_go, ptr, sizes)``.
+
+    Args:
+        A, B: (L-1, K) (may be traced); links: static; mask: (K,) bool (may be traced).
+    """
+    A, B = decode._as_float(A), decode._as_float(B)
+    Lm1, K = A.shape
+    lks = resolve_step_links(links, Lm1 + 1)
+    dtype = jnp.result_type(A, B)
+
+    def fn(a, b, m):
+        return monotone_backward(a, b, lks, mask=np.asarray(m, bool))
+
+    return backward_in_jit(fn, K, Lm1 + 1, dtype, A, B, jnp.asarray(mask, bool))
