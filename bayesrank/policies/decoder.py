@@ -47,8 +47,10 @@ from bayesrank.decode_monotone import monotone_backward_in_jit
 __all__ = ["FAST_K", "METHODS", "backward", "decode_tables", "pick", "use_fast"]
 
 #: Item count from which "auto" decodes the monotone and bonus kinds without K x K
-#: tables (read at trace time).
-FAST_K = 1024
+#: tables (read at trace time). Below it the dense tables take at most
+#: (L-1) * 4096^2 * 8 bytes (400 MB at L = 4) and their DP time does not depend on
+#: the posterior, while the pruned UCB step is slow in early rounds (wide bonus).
+FAST_K = 4096
 METHODS = ("auto", "fast", "dense")
 
 
