@@ -31,13 +31,18 @@ in groups whose bound can only decrease:
   ``max_{layer t+1} U(., j) <= max_{layer t} U(., j)`` and again j leaves for good when
   its layer bound drops below ``best(j)``.
 
-Active j's are scored exactly against the whole group (a BLAS block:
-``||a + b||^2 = |a|^2 + 2 a.b + |b|^2``), which raises ``best(j)``. When no j is active
+Active j's are scored exactly against their candidates in the group (dense BLAS
+blocks in the Gram form ``||a + b||^2 = |a|^2 + 2 a.b + |b|^2`` for the identity link,
+rows padded to the longest prefix of the block; every computed entry is counted as a
+pair evaluation), which raises ``best(j)``. When no j is active
 every remaining pair is below its j's best, so ``M(j) = best(j)``: the step is exact (up
 to the rounding of the Gram form, as in the dense tables of the policies; the returned
 maxima are rescored with the direct norm). The count of exact pair evaluations is
 returned. Worst case (a wide bonus that dwarfs the spread of V and B) every pair is
 evaluated: O(K^2) time, memory O(K q + block) always.
+
+:func:`ucb_backward` runs the same step backwards (positions L..2, the maximum over
+the next item), the pass the policies' decoder dispatcher uses at catalogue scale.
 
 Runs on the host in NumPy (float64); :func:`ucb_in_jit` calls it from inside
 ``jax.jit`` / ``vmap`` through ``jax.pure_callback(..., vmap_method="sequential")``.
@@ -395,6 +400,14 @@ def ucb_backward(A, B, Ua, Ub, c, links, *, mask=None):
     Returns:
         to_go (K,), ptr (L-1, K) int32, pair_evals (L-1,) int64: the exact pair scores
         computed per step. Ties: some maximiser (not always the smallest index).
+
+    Example:
+        >>> import numpy as np
+        >>> zero = np.zeros((1, 2))
+        >>> Ua, Ub = np.array([[[1.0, -1.0]]]), np.array([[[1.0, -2.0]]])
+        >>> to_go, ptr, _ = ucb_backward(zero, zero, Ua, Ub, np.ones(1), "identity")
+        >>> to_go.tolist(), ptr.tolist()
+        ([2.0, 3.0], [[0, 1]])
     """
     A, B, c = (np.asarray(x, np.float64) for x in (A, B, c))
     Lm1, K = A.shape

@@ -26,6 +26,10 @@ O(K log K) on every input (:func:`exp_step`).
 **Identity link.** The scores separate; :func:`bayesrank.decode.separable_decode` is
 O(L K).
 
+:func:`monotone_backward` runs the same steps backwards (positions L..2, the front of
+(value-to-go, A) over the next item), the pass the policies' decoder dispatcher uses
+at catalogue scale.
+
 Everything here runs on the host in NumPy (data-dependent front sizes);
 :func:`monotone_in_jit` calls it from inside ``jax.jit`` / ``vmap`` through
 ``jax.pure_callback(..., vmap_method="sequential")``. ``distinct=True`` runs the exact
@@ -340,6 +344,13 @@ def monotone_backward(A, B, links, *, mask=None):
     Returns:
         to_go (K,), ptr (L-1, K) int32, sizes (L-1,) int64: the front (or hull) size
         scanned per step. Ties: some maximiser (not always the smallest index).
+
+    Example:
+        >>> import numpy as np
+        >>> to_go, ptr, _ = monotone_backward(
+        ...     np.array([[2.0, 0.0]]), np.array([[0.0, 1.0]]), "exp")
+        >>> np.round(to_go, 4).tolist(), ptr.tolist()
+        ([7.3891, 20.0855], [[0, 0]])
     """
     A = np.asarray(A, np.float64)
     B = np.asarray(B, np.float64)

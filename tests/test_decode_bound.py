@@ -6,6 +6,7 @@ tables built here in plain NumPy (direct per-pair norms), and brute force at K <
 
 import itertools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -150,17 +151,28 @@ def test_in_jit_equals_host_and_dispatcher_fast_equals_dense():
                               method="sparse")
 
 
-@pytest.mark.parametrize("policy", ["RankUCB", "GenRankUCB"])
+def make_policy(name, env):
+    if name == "RankUCB":
+        return br.RankUCB(items=env.items, w=env.w, seed=0)
+    if name == "GLM-UCB":
+        model = br.LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100)
+        return br.RankUCB(model=model, items=env.items, w=env.w, alpha=0.5)
+    return br.GenRankUCB(items=env.items, L=env.L, seed=0)
+
+
+@pytest.mark.parametrize("policy", ["RankUCB", "GLM-UCB", "GenRankUCB"])
 def test_policies_above_the_threshold_never_build_dense_tables(monkeypatch, policy):
     """Above FAST_K, select / select_batch pick exact best lists of the policy's own
     optimistic scores, masks apply, and the dense tables are never built."""
     monkeypatch.setattr(decoder, "FAST_K", 64)
     env = br.RankingEnv.paper(seed=2, K=250, L=3, d=4)
     rng = np.random.default_rng(5)
-    pol = getattr(br, policy)(items=env.items, w=env.w, seed=0) if policy == "RankUCB" \
-        else br.GenRankUCB(items=env.items, L=env.L, seed=0)
+    pol = make_policy(policy, env)
     lists = rng.integers(0, env.K, size=(40, env.L))
-    pol.update(lists, np.asarray(env.sample(__import__("jax").random.key(0), lists)))
+    rewards = np.asarray(env.sample(jax.random.key(0), lists))
+    if policy == "GLM-UCB":
+        rewards = (rewards > np.median(rewards)).astype(float)
+    pol.update(lists, rewards)
     part = type(pol.core.tables)
     calls = []
     orig = part.dense
