@@ -118,6 +118,11 @@ class UCBTables:
         A = apply_link(self.link, rest.A + rest.c[:, None] * bonus)
         return A, jnp.zeros_like(A)
 
+    def factors(self, rest: BonusRest):
+        """(A, B, Ua, Ub, c): the tables are ``link(A_j + B_i + c ||Ua_j + Ub_i||)``
+        (what the decoders at catalogue scale read instead of :meth:`dense`)."""
+        return rest.A, rest.B, rest.Ua, rest.Ub, rest.c
+
     def dense(self, rest: BonusRest):
         if self.kind == "separable":
             A, B = self.separable(rest)
@@ -151,6 +156,11 @@ class GenUCBTables:
         z0 = whiten(params.chol[0], jnp.concatenate([jnp.zeros_like(v0), v0])[:, None])
         mean = rest.first_part + params.theta[0, d:] @ v0
         return _first_bonus(rest, params, z0[:, 0], mean, self.link)
+
+    def factors(self, rest: BonusRest):
+        """(A, B, Ua, Ub, c): the tables are ``link(A_j + B_i + c ||Ua_j + Ub_i||)``
+        (what the decoders at catalogue scale read instead of :meth:`dense`)."""
+        return rest.A, rest.B, rest.Ua, rest.Ub, rest.c
 
     def dense(self, rest: BonusRest):
         return dense_bonus(rest, self.link)

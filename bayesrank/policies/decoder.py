@@ -12,9 +12,27 @@ Dispatch (fixed at trace time by the part's kind and ``distinct``):
 
 * separable: O(L K) backward pass; ``distinct=True``: the exact host search of
   :func:`bayesrank.decode.separable_search_decode`;
-* monotone, bonus: dense tables and the O(L K^2) backward pass; ``distinct=True``: the
-  exact host search of :func:`bayesrank.decode.search_decode`;
-* window: :func:`bayesrank.decode.window_decode`, O(L K^S).
+* monotone, bonus, K < :data:`FAST_K`: dense tables and the O(L K^2) backward pass;
+* monotone, K >= :data:`FAST_K` (catalogue scale): the host backward pass of
+  :func:`bayesrank.decode_monotone.monotone_backward`, which scans only the Pareto front
+  of (value-to-go, item part) per step (exp link: the convex hull trick). Exact, no
+  K x K array, memory O(K); near O(L K log K) on data in general position, O(L K^2) time
+  on adversarial data (front of size K);
+* bonus, K >= :data:`FAST_K`: the host backward pass of
+  :func:`bayesrank.decode_bound.ucb_backward`: separable upper bounds of the bonus
+  (triangle inequality) prune the pairs, only pairs the bounds cannot exclude are scored
+  exactly. Exact, no K x K array, memory O(K q); O(L K^2) time in the worst case (a
+  bonus so wide that nothing can be pruned);
+* ``distinct=True`` (any K): the fast paths do not apply; the exact host search of
+  :func:`bayesrank.decode.search_decode` over dense tables (O(L K^2) memory; the
+  separable kind keeps its O(L K) search);
+* window (S > 2): :func:`bayesrank.decode.window_decode`, O(L K^S), at any K (no fast
+  path).
+
+``method`` ("auto", "fast" or "dense") overrides the K threshold for the monotone and
+bonus kinds without ``distinct`` ("fast" is exact too, at any K; it runs through
+``jax.pure_callback``). The fast paths return an exact best list whose value equals
+the dense DP's; among tied lists they may pick another one than the dense DP.
 
 Masked items get -inf (never shown). Ties go to the smallest item index at each step.
 """
@@ -23,18 +41,42 @@ from __future__ import annotations
 
 from bayesrank import decode
 from bayesrank.backward import Backward, backward_dense, backward_separable, pick
+from bayesrank.decode_bound import ucb_backward_in_jit
+from bayesrank.decode_monotone import monotone_backward_in_jit
 
-__all__ = ["backward", "decode_tables", "pick"]
+__all__ = ["FAST_K", "METHODS", "backward", "decode_tables", "pick", "use_fast"]
+
+#: Item count from which "auto" decodes the monotone and bonus kinds without K x K
+#: tables (read at trace time). Below it the dense tables take at most
+#: (L-1) * 4096^2 * 8 bytes (400 MB at L = 4) and their DP time does not depend on
+#: the posterior, while the pruned UCB step is slow in early rounds (wide bonus).
+FAST_K = 4096
+METHODS = ("auto", "fast", "dense")
 
 
-def backward(part, rest, mask) -> Backward:
+def use_fast(part, K: int, method: str = "auto") -> bool:
+    """Whether a pairwise part of K items takes a fast (no K x K) backward pass."""
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
+    if part.kind not in ("monotone", "bonus") or method == "dense":
+        return False
+    return method == "fast" or K >= FAST_K
+
+
+def backward(part, rest, mask, *, method: str = "auto") -> Backward:
     """The backward pass of a pairwise part; mask (K,) bool."""
     if part.kind == "separable":
         return backward_separable(*part.separable(rest), mask)
+    if use_fast(part, mask.shape[-1], method):
+        if part.kind == "monotone":
+            to_go, ptr, _ = monotone_backward_in_jit(*part.factors(rest), part.link, mask)
+        else:
+            to_go, ptr, _ = ucb_backward_in_jit(*part.factors(rest), part.link, mask)
+        return Backward(to_go, ptr)
     return backward_dense(part.dense(rest), mask)
 
 
-def decode_tables(part, first, rest, mask, *, distinct: bool):
+def decode_tables(part, first, rest, mask, *, distinct: bool, method: str = "auto"):
     """Exact best list of one request: ``(items (L,) int32, value ())``.
 
     Args:
@@ -43,6 +85,7 @@ def decode_tables(part, first, rest, mask, *, distinct: bool):
         rest: the part's positions 2..L (window parts: the list of tables).
         mask: (K,) bool, True where an item may be shown.
         distinct: forbid repeated items (pairwise kinds only).
+        method: "auto" (fast path from :data:`FAST_K` items), "fast" or "dense".
     """
     if part.kind == "window":
         return decode.window_decode(rest, mask=mask)
@@ -51,4 +94,4 @@ def decode_tables(part, first, rest, mask, *, distinct: bool):
             A, B = part.separable(rest)
             return decode.separable_in_jit(first, A, B, distinct=True, mask=mask)
         return decode.decode_in_jit(first, part.dense(rest), distinct=True, mask=mask)
-    return pick(first, backward(part, rest, mask), mask)
+    return pick(first, backward(part, rest, mask, method=method), mask)

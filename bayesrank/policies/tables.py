@@ -68,6 +68,11 @@ class LinearTables:
         """(A, B) of the separable kind (the identity link)."""
         return rest.A, rest.B
 
+    def factors(self, rest: LinearRest):
+        """(A, B), each (L-1, K): the tables are ``link(A[:, None, :] + B[:, :, None])``
+        (what the decoders at catalogue scale read instead of :meth:`dense`)."""
+        return rest.A, rest.B
+
     def dense(self, rest: LinearRest):
         """(L-1, K, K) tables, ``[l-2, i, j]`` for item j at position l after i."""
         return apply_link(self.link, rest.A[:, None, :] + rest.B[:, :, None])

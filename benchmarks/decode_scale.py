@@ -1,0 +1,180 @@
+"""Benchmark: exact selection at catalogue scale (no K x K tables).
+
+For RankTS (identity link; logistic link) and RankUCB (early round: wide bonus; late
+round: narrow bonus) at K = 1,000 .. 100,000 items (L = 4, d = 10, the paper's
+instance generator), prints per policy and K:
+
+* ``select`` wall time through the class API (median over repeats, after compiling)
+  with the fast host decoders forced (``decoder.FAST_K = 0``; "auto" picks them from
+  ``FAST_K`` = 1,024 items) and, where the tables fit (K <= 3,000), the dense DP
+  beside it, with the ratio dense / fast measured in the same run (RankTS with the
+  identity link is separable: O(L K) on every path, no dense column);
+* the peak of host (NumPy) memory during one fast select (``tracemalloc``) and the
+  process's maximum resident set size (``resource``, everything included);
+* for RankUCB, the exact pair evaluations per select (all L-1 steps) against the
+  (L-1) K^2 of the dense DP.
+
+"Early" is after 20 observed lists, "late" after 20,000 (random lists, rewards from
+the environment). The logistic RankTS uses the conjugate Gaussian posterior scored
+under the logistic link (a stand-in for a GLM posterior: the decoder sees only a
+draw of theta and the link).
+
+Usage:
+    python benchmarks/decode_scale.py                   # K = 1e3 .. 1e5
+    python benchmarks/decode_scale.py --K 1000 3000 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bayesrank as br  # noqa: E402
+from _common import machine  # noqa: E402
+from bayesrank.decode_bound import ucb_backward  # noqa: E402
+from bayesrank.links import get_link  # noqa: E402
+from bayesrank.policies import decoder  # noqa: E402
+from bayesrank.posteriors import GaussianLinear  # noqa: E402
+
+L, D = 4, 10
+FAST_K_DEFAULT = decoder.FAST_K
+DENSE_MAX = 3000
+
+
+class LogisticGaussian:
+    """The conjugate Gaussian posterior, its draws scored under the logistic link."""
+
+    def __init__(self):
+        self._m = GaussianLinear()
+        self.link = get_link("logistic")
+        for name in ("init", "update", "mean", "draw", "gram", "check_rewards"):
+            setattr(self, name, getattr(self._m, name))
+
+
+def build(kind, env, method):
+    """A policy whose decoder is fixed at trace time: 'fast' or 'dense'."""
+    decoder.FAST_K = 0 if method == "fast" else 10**12
+    if kind == "ts-identity":
+        pol = br.RankTS(items=env.items, w=env.w, seed=0)
+    elif kind == "ts-logistic":
+        pol = br.RankTS(LogisticGaussian(), items=env.items, w=env.w, seed=0)
+    else:
+        pol = br.RankUCB(items=env.items, w=env.w, seed=0)
+    return pol
+
+
+def observe(pol, env, n, seed):
+    rng = np.random.default_rng(seed)
+    lists = rng.integers(0, env.K, size=(n, L))
+    rewards = np.asarray(env.sample(jax.random.key(seed), lists))
+    pol.update(lists, rewards)
+
+
+def time_select(pol, repeat):
+    pol.select()  # compile (the decoder is chosen at trace time)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        pol.select()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def host_peak(pol):
+    tracemalloc.start()
+    pol.select()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def pair_evals(pol):
+    """Exact pair evaluations of the fast UCB decode of the last selection."""
+    tabs = pol.core.tables
+    rest = tabs.rest(pol._last.params, pol.state.items)
+    A, B, Ua, Ub, c = (np.asarray(x) for x in tabs.factors(rest))
+    return int(ucb_backward(A, B, Ua, Ub, c, tabs.link)[2].sum())
+
+
+CASES = [
+    ("ts-identity", None),
+    ("ts-logistic", 200),
+    ("ucb", 20),  # early: wide bonus
+    ("ucb", 20000),  # late: narrow bonus
+]
+
+
+def run(Ks, repeat_small, repeat_large, early_max_K):
+    rows = []
+    for K in Ks:
+        env = br.RankingEnv.paper(seed=0, K=K, L=L, d=D)
+        repeat = repeat_small if K <= 10000 else repeat_large
+        for kind, n_obs in CASES:
+            label = kind if kind != "ucb" else f"ucb-{'early' if n_obs < 1000 else 'late'}"
+            if label == "ucb-early" and K > early_max_K:
+                print(f"{label:12s} K={K:>7,d}  skipped (--early-max-K {early_max_K:,d})")
+                continue
+            row = {"policy": label, "K": K}
+            pol = build(kind, env, "fast")
+            if n_obs:
+                observe(pol, env, n_obs, seed=1)
+            row["fast_ms"] = 1e3 * time_select(pol, repeat)
+            row["host_peak_mb"] = host_peak(pol) / 2**20
+            if kind == "ucb":
+                row["pair_evals"] = pair_evals(pol)
+                row["dense_pairs"] = (L - 1) * K * K
+            if K <= DENSE_MAX and kind != "ts-identity":
+                dpol = build(kind, env, "dense")
+                if n_obs:
+                    observe(dpol, env, n_obs, seed=1)
+                row["dense_ms"] = 1e3 * time_select(dpol, repeat)
+                row["dense_over_fast"] = row["dense_ms"] / row["fast_ms"]
+            row["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            rows.append(row)
+            print(_fmt(row), flush=True)
+    decoder.FAST_K = FAST_K_DEFAULT
+    return rows
+
+
+def _fmt(r):
+    out = f"{r['policy']:12s} K={r['K']:>7,d}  fast {r['fast_ms']:9.1f} ms"
+    if "dense_ms" in r:
+        out += f"  dense {r['dense_ms']:9.1f} ms  dense/fast {r['dense_over_fast']:6.1f}x"
+    out += f"  host peak {r['host_peak_mb']:7.1f} MB  maxrss {r['maxrss_mb']:7.0f} MB"
+    if "pair_evals" in r:
+        frac = r["pair_evals"] / r["dense_pairs"]
+        out += f"  pairs {r['pair_evals']:,d} ({100 * frac:.3f}% of dense)"
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--K", type=int, nargs="+",
+                    default=[1000, 3000, 10000, 30000, 100000])
+    ap.add_argument("--repeat", type=int, default=9, help="repeats at K <= 10,000")
+    ap.add_argument("--repeat-large", type=int, default=3, help="repeats above")
+    ap.add_argument("--early-max-K", type=int, default=30000,
+                    help="largest K for the early-round RankUCB rows (its pruning is "
+                    "weak: the time grows about as K^2)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    print(machine())
+    print(f"L = {L}, d = {D}, FAST_K = {decoder.FAST_K}, median select time")
+    rows = run(args.K, args.repeat, args.repeat_large, args.early_max_K)
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
