@@ -251,7 +251,9 @@ class RankingEnv:
         if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
             raise ValueError(f"L: expected a positive integer, got {L!r}")
         if K < 1 or d < 1:
-            raise ValueError(f"items: expected a (K, d) array with K, d >= 1, got {V.shape}")
+            raise ValueError(
+                f"items: expected a (K, d) array with K, d >= 1, got {V.shape}"
+            )
         means = {"logistic": expit, "probit": ndtr}
         if not isinstance(link, str) or link not in means:
             raise ValueError(
@@ -263,7 +265,9 @@ class RankingEnv:
             )
             if not ok or (val < 0 if low is not None else val <= 0):
                 need = ">= 0" if low is not None else "> 0"
-                raise ValueError(f"{name}: expected a finite number {need}, got {val!r}")
+                raise ValueError(
+                    f"{name}: expected a finite number {need}, got {val!r}"
+                )
         if base_rate is None:
             if L != 3:
                 raise ValueError(

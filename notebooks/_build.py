@@ -935,7 +935,8 @@ V = br.datasets.obd_items("all")
 names = br.datasets.obd_feature_names("all")
 print(names[0][:40], "...", names[-1])
 sv = np.linalg.svd(V - V.mean(0), compute_uv=False) ** 2
-print(f"first {cfg.d} principal components: {sv[: cfg.d].sum() / sv.sum():.0%} of the variance")"""),
+share = sv[: cfg.d].sum() / sv.sum()
+print(f"first {cfg.d} principal components: {share:.0%} of the variance")"""),
     md("""\
 ## What the log supports
 
@@ -946,8 +947,10 @@ it from the `obp` archive)."""),
 chk = obd_report.log_checks("all")
 for pos in range(3):
     lo, hi = chk["intervals"][pos]
-    print(f"position {pos + 1}: {chk['clicks'][pos]:2d} clicks / "
-          f"{chk['impressions'][pos]} = {chk['rates'][pos]:.2%}  (95% {lo:.2%}-{hi:.2%})")
+    print(
+        f"position {pos + 1}: {chk['clicks'][pos]:2d} clicks / "
+        f"{chk['impressions'][pos]} = {chk['rates'][pos]:.2%}  (95% {lo:.2%}-{hi:.2%})"
+    )
 print("rows per timestamp -> number of timestamps:", chk["rows_per_timestamp"])
 print(f"equal rates at the three positions? LR test p = {chk['p_value']:.2f}")"""),
     md("""\

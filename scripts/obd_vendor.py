@@ -1,7 +1,7 @@
 """Vendor the Open Bandit Dataset files bayesrank needs, from the ``obp`` sdist.
 
-``obp`` (Apache-2.0) cannot be installed beside bayesrank (it pins Python < 3.11), but its
-source archive ships the small OBD sample. This script reads that archive (never
+``obp`` (Apache-2.0) cannot be installed beside bayesrank (it pins Python < 3.11), but
+its source archive ships the small OBD sample. This script reads that archive (never
 importing or unpickling anything from it) and writes, under
 ``bayesrank/datasets/data/obd/``:
 

@@ -19,7 +19,7 @@ SIZES = {"all": (80, 41), "men": (34, 28), "women": (46, 33)}
 
 
 def _reference(campaign):
-    """Independent encoding with pandas: one-hot (sorted categories) + z-scored price."""
+    """Independent encoding with pandas: one-hot (sorted categories), z-scored price."""
     df = pd.read_csv(DATA / "random" / campaign / "item_context.csv", index_col=0)
     cats = [
         pd.get_dummies(df[c], dtype=float)

@@ -105,3 +105,16 @@ def test_bad_items():
         br.RankingEnv.semi_synthetic(np.ones(5))
     with pytest.raises(ValueError, match="^items:"):
         br.RankingEnv.semi_synthetic(np.ones((5, 3)))  # identical items
+
+
+def test_w_near_minus_one_is_redrawn_for_positions_after_the_first():
+    # with w_max = 2 a first draw lands in (-1.5, -0.5) a quarter of the time
+    ws = np.array(
+        [
+            np.asarray(br.RankingEnv.semi_synthetic(V_MEN, w_max=2.0, seed=s).w)
+            for s in range(40)
+        ]
+    )
+    assert np.all(np.abs(1 + ws[:, 1:]) >= br.RankingEnv.SEMI_SYNTHETIC_MIN_OFFSET)
+    assert np.all(np.abs(ws) <= 2.0)
+    assert np.any(np.abs(1 + ws[:, 0]) < 0.5)  # w_1 (inert) is not redrawn

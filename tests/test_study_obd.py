@@ -25,7 +25,8 @@ def test_writes_png_netcdf_and_report_with_every_policy(quick_run):
     assert list(res["policy"].values) == list(obd.POLICIES)
     assert res["regret"].dims == ("w_max", "policy", "run", "round")
     cfg = json.loads(res.attrs["config"])
-    assert res["regret"].shape == (len(obd.QUICK.w_max), len(obd.POLICIES), cfg["runs"], cfg["T"])
+    shape = (len(obd.QUICK.w_max), len(obd.POLICIES), cfg["runs"], cfg["T"])
+    assert res["regret"].shape == shape
     np.testing.assert_array_equal(res["w_max"], obd.QUICK.w_max)
     assert np.all(np.isfinite(res["regret"])) and np.all(res["regret"] >= -1e-9)
     text = (quick_run / "report.md").read_text()

@@ -115,8 +115,9 @@ def obd_items(campaign: str = "all", *, policy: str = "random", d=None) -> np.nd
 
     Columns: a one-hot block for each categorical feature ``item_feature_1..3``
     (categories in sorted order of their hashed codes), then ``item_feature_0``
-    standardised to mean 0 and sd 1 over the campaign's items (names in
-    :func:`obd_feature_names`). Row i is the item with id i (:func:`obd_item_ids`).
+    standardised to mean 0 and sd 1 over the campaign's items (the files already
+    store it so; names in :func:`obd_feature_names`). Row i is the item with id i
+    (:func:`obd_item_ids`).
     With ``d``, the rows are instead their scores on the first ``d`` principal
     components of the centred feature matrix (NumPy SVD; the largest-magnitude loading
     of each component is positive).

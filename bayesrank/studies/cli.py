@@ -29,7 +29,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "--quick", action="store_true", help="small scale: 1-2 minutes"
     )
     st.add_argument(
-        "--out", type=Path, default=None, help="output folder (default bayesrank-study-NAME)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default bayesrank-study-NAME)",
     )
     st.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     return st

@@ -221,7 +221,8 @@ def run_obd_study(
         parts.append(_with_env(ds.drop_attrs(), env))
     res = xr.concat(parts, dim="w_max", combine_attrs="drop")
     res = res.assign_coords(w_max=np.asarray(cfg.w_max, dtype=float))
-    res["target_rate"] = ("position", br.datasets.obd_position_clicks(cfg.campaign).rates)
+    rates = br.datasets.obd_position_clicks(cfg.campaign).rates
+    res["target_rate"] = ("position", rates)
     res.attrs["config"] = json.dumps({**cfg._asdict(), "seed": seed})
     res.attrs["versions"] = ds.attrs["versions"]
     res.attrs["policies"] = json.dumps(
