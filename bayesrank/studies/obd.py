@@ -17,7 +17,7 @@ Policies are a registry: adding one is one entry in :data:`POLICIES`.
 Example:
     >>> from bayesrank.studies import obd
     >>> sorted(obd.POLICIES)
-    ['Baseline', 'GenRankUCB', 'RankTS-NUTS', 'RankUCB']
+    ['Baseline', 'GenRankUCB', 'RankTS-Laplace', 'RankTS-NUTS', 'RankUCB']
 """
 
 from __future__ import annotations
@@ -88,6 +88,11 @@ def prior_scales(env, cfg: StudyConfig):
     return np.r_[np.full(env.d - 1, cfg.prior_scale), cfg.intercept_prior_scale]
 
 
+def _laplace_model(env, cfg: StudyConfig):
+    # LaplaceGLM takes one prior scale for every coefficient, the intercept included
+    return br.LaplaceGLM(link="logistic", prior_scale=cfg.prior_scale, n_max=cfg.T)
+
+
 def _nuts_model(env, cfg: StudyConfig):
     import numpyro.distributions as dist
 
@@ -103,6 +108,15 @@ def _nuts_model(env, cfg: StudyConfig):
 
 #: the study's policies, in plotting order
 POLICIES: dict[str, Entry] = {
+    "RankTS-Laplace": Entry(
+        lambda env, cfg: lambda s: br.RankTS(
+            model=_laplace_model(env, cfg), items=env.items, w=env.w, v0=env.v0, seed=s
+        ),
+        "RankTS, known w, logistic GLM per position, Laplace approximation "
+        "(LaplaceGLM: Newton MAP, Normal prior sd prior_scale on every coefficient, "
+        "the intercept included)",
+        linestyle=(0, (6, 1.5, 1, 1.5, 1, 1.5)),
+    ),
     "RankTS-NUTS": Entry(
         lambda env, cfg: lambda s: br.RankTS(
             model=_nuts_model(env, cfg), items=env.items, w=env.w, v0=env.v0, seed=s
