@@ -26,7 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     st.add_argument("name", choices=sorted(STUDIES), help="which study")
     st.add_argument(
-        "--quick", action="store_true", help="small scale: 1-2 minutes"
+        "--quick", action="store_true", help="small scale: 2-3 minutes on two cores"
     )
     st.add_argument(
         "--out",

@@ -62,7 +62,7 @@ class StudyConfig(NamedTuple):
     env_seed: int = 0  # seed of the semi-synthetic environments
 
 
-QUICK = StudyConfig(w_max=(0.0, 5.0), T=400, runs=3)
+QUICK = StudyConfig(w_max=(0.0, 5.0), T=300, runs=2)
 FULL = StudyConfig()
 
 
@@ -196,7 +196,7 @@ def run_obd_study(
 
     Args:
         out: output folder (created).
-        quick: use :data:`QUICK` (1-2 minutes on two cores) instead of
+        quick: use :data:`QUICK` (2-3 minutes on two shared cores) instead of
             :data:`FULL`; ignored when ``cfg`` is given.
         seed: the simulations' master seed.
         cfg: a :class:`StudyConfig` overriding both.

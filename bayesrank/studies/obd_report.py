@@ -398,6 +398,6 @@ def report(res) -> str:
     )
     add("## Reproduce\n")
     add("    bayesrank study obd --out docs/studies/obd      # this report")
-    add("    bayesrank study obd --quick --out /tmp/obd      # 1-2 minutes")
+    add("    bayesrank study obd --quick --out /tmp/obd      # 2-3 minutes")
     add(f"\nVersions: {res.attrs['versions']}")
     return "\n".join(L) + "\n"
