@@ -903,7 +903,8 @@ features, calibrated to the click rates the dataset's uniform-random log shows.
 3. the real-items study at a small scale (`bayesrank study obd` at full scale),
 4. what it shows."""),
     params("""\
-# Parameters. QUICK = True runs in about a minute; QUICK = False is the full study.
+# Parameters. QUICK = True: one w_max, 200 rounds, 2 runs (under a minute);
+# QUICK = False: the full study (3 w_max, 1,500 rounds, 4 runs; about 15 minutes)
 QUICK = True"""),
     code("""\
 import tempfile
@@ -917,7 +918,7 @@ import bayesrank as br
 from bayesrank.studies import obd, obd_report
 
 if QUICK:
-    cfg = obd.StudyConfig(w_max=(5.0,), T=300, runs=2)
+    cfg = obd.StudyConfig(w_max=(5.0,), T=200, runs=2)
 else:
     cfg = obd.FULL
 cfg"""),
@@ -982,20 +983,27 @@ print(f"best list {np.asarray(best)}: {float(value):.3f} expected clicks, "
     md("""\
 ## The study at a small scale
 
-`run_obd_study` plays every policy of the registry `obd.POLICIES` (RankTS with a
-logistic GLM sampled by NUTS, RankUCB, GenRankUCB and the ranked-bandits baseline) on
-the environment of each `w_max`, with `br.simulate`, and writes the figure, the
-results (NetCDF) and a report. The UCB policies use their default ridge model of the
-0/1 clicks (see the report)."""),
+`run_obd_study` plays every policy of the registry `obd.POLICIES` on the environment of
+each `w_max`, with `br.simulate` (common random numbers: every policy sees the same
+click noise), and writes the figure, the results (NetCDF) and a report:
+
+* **RankTS-Laplace** and **RankTS-NUTS**: Thompson sampling with a logistic GLM per
+  position, its posterior approximated by Laplace (`br.LaplaceGLM`: Newton MAP and
+  the Hessian) or sampled by warm NUTS chains (`br.BayesGLM`);
+* **RankUCB** (given w) and **GenRankUCB** (learns w): a ridge model of the 0/1
+  clicks with a constant width. With a logistic `LaplaceGLM` (GLM-UCB) their width is
+  divided by the link's smallest slope `c1`, which is tiny on these features: the
+  report prints it, and `scripts/obd_ucb_links.py` compares the two;
+* **Baseline**: ranked bandits, LinUCB per position, blind to the previous item."""),
     code("""\
-for name, entry in obd.POLICIES.items():
-    print(f"{name:12s} {entry.description}")
 out = Path(tempfile.mkdtemp())
 res = obd.run_obd_study(out, cfg=cfg)
-display(Image(filename=str(out / "regret.png")))"""),
+print("seconds per policy and w_max (compilation included):")
+res["seconds"].to_pandas().round(1)"""),
     md("""\
 ## What it shows"""),
     code("""\
+display(Image(filename=str(out / "regret.png")))
 text = (out / "report.md").read_text()
 display(Markdown(text.split("## What it shows")[1].split("## Reproduce")[0]))"""),
     md("""\

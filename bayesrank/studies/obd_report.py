@@ -175,8 +175,8 @@ def _glm_c1_text(res) -> str:
         ucb = br.RankUCB(model=model, items=env.items, w=env.w, v0=env.v0, alpha=1.0)
         gen = br.GenRankUCB(model=model, items=env.items, L=env.L, v0=env.v0, alpha=1.0)
         parts.append(
-            f"{fmt(ucb.c1)} (RankUCB) and {fmt(gen.c1)} (GenRankUCB) at "
-            f"w_max = {w_max:g}"
+            f"at w_max = {w_max:g}, RankUCB {fmt(ucb.c1)} and GenRankUCB "
+            f"{fmt(gen.c1)}"
         )
     return "; ".join(parts)
 
