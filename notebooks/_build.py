@@ -993,7 +993,7 @@ click noise), and writes the figure, the results (NetCDF) and a report:
 * **RankUCB** (given w) and **GenRankUCB** (learns w): a ridge model of the 0/1
   clicks with a constant width. With a logistic `LaplaceGLM` (GLM-UCB) their width is
   divided by the link's smallest slope `c1`, which is tiny on these features: the
-  report prints it, and `scripts/obd_ucb_links.py` compares the two;
+  report prints it, and `scripts/obd_pilot.py` compares the two;
 * **Baseline**: ranked bandits, LinUCB per position, blind to the previous item."""),
     code("""\
 out = Path(tempfile.mkdtemp())

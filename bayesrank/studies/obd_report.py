@@ -321,14 +321,16 @@ def report(res) -> str:
         f"{cfg['intercept_prior_scale']:g} on the intercept, "
         f"{cfg['steps_per_round']} NUTS transitions per round, warm-up "
         f"{cfg['num_warmup']}. RankTS-Laplace: prior sd {cfg['prior_scale']:g} on "
-        "every coefficient (`LaplaceGLM` takes one scale), the intercept included. "
+        "every coefficient (`LaplaceGLM` takes one scale), the intercept included, "
+        "so the two RankTS differ in the intercept's prior as well as in how the "
+        "posterior is approximated. "
         "The UCB policies use their default ridge (identity-link) model "
         "of the 0/1 clicks, a legitimate linear baseline. With "
         "`model=LaplaceGLM(link='logistic')` (GLM-UCB) the width is divided by "
         "c1 = min f' over |z| <= m2 max||x||: "
         + _glm_c1_text(res)
         + ", so the logistic versions explore for far longer than these horizons "
-        "(`scripts/obd_ucb_links.py` compares them with the ridge versions). "
+        "(`scripts/obd_pilot.py` compares them with the ridge versions). "
         "RankTS and RankUCB are given the true w; GenRankUCB learns it; the "
         "baseline ignores the previous item.\n"
     )

@@ -1,9 +1,12 @@
-"""Pilot: which per-position model should the UCB policies of ``bayesrank study obd``
-use on Bernoulli clicks? Compares, on the study's environments (w_max 0 and 5), the
-ridge (identity-link) RankUCB / GenRankUCB with GLM-UCB (``LaplaceGLM`` logistic,
-default c1 and c1 = 1 forced), and RankTS-Laplace at prior sd 1 and 3.
+"""Pilot for ``bayesrank study obd``: which per-position models on Bernoulli clicks?
 
-    PYTHONPATH=. python scripts/obd_ucb_links.py [T] [runs]     # default 400 3
+On the study's environments (w_max 0 and 5) it compares the ridge (identity-link)
+RankUCB / GenRankUCB with GLM-UCB (``LaplaceGLM`` logistic, default c1 and c1 = 1
+forced), and RankTS-Laplace at prior sd 1 and 3 on every coefficient and with
+RankTS-NUTS's prior (sd 1, intercept sd 10: the policy's intercept column is scaled
+by 10, which is the same prior) beside RankTS-NUTS itself.
+
+    PYTHONPATH=. python scripts/obd_pilot.py [T] [runs]     # default 400 3
 
 Prints, per w_max and policy, the mean per-round regret over the last 10 % of the
 rounds (and per run), the cumulative regret, the seconds and the width's c1.
@@ -28,7 +31,11 @@ def main(T: int = 400, runs: int = 3) -> None:
         a = cfg.alpha
         kw = dict(items=env.items, v0=env.v0, alpha=a)
         known = dict(kw, w=env.w)
+        scaled = np.asarray(env.items) * obd.prior_scales(env, cfg) / cfg.prior_scale
         fac = {
+            "TS-NUTS": obd.POLICIES["RankTS-NUTS"].build(env, cfg),
+            "TS-Laplace NUTS's prior": lambda s: br.RankTS(
+                model=lap(cfg.prior_scale), items=scaled, w=env.w, v0=env.v0, seed=s),
             "TS-Laplace sd 1": lambda s: br.RankTS(
                 model=lap(1.0), items=env.items, w=env.w, v0=env.v0, seed=s),
             "TS-Laplace sd 3": lambda s: br.RankTS(
