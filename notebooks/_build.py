@@ -900,8 +900,8 @@ features, calibrated to the click rates the dataset's uniform-random log shows.
 
 1. the items and what the log can (and cannot) tell us,
 2. the semi-synthetic environment and a check of its click rates,
-3. the real-items study at a small scale (`bayesrank study obd` at full scale),
-4. what it shows."""),
+3. the real-items study at a small scale (five policies, one w_max),
+4. the committed full-scale study (`bayesrank study obd`) and how to read it."""),
     params("""\
 # Parameters. QUICK = True: one w_max, 200 rounds, 2 runs (under a minute);
 # QUICK = False: the full study (3 w_max, 1,500 rounds, 4 runs; about 15 minutes)

@@ -12,7 +12,13 @@ the configuration, every policy of :data:`POLICIES` plays the same environment
 * ``report.md``: the data, what the log can and cannot support, the set-up and the
   results (:mod:`bayesrank.studies.obd_report`).
 
-Policies are a registry: adding one is one entry in :data:`POLICIES`.
+Policies are a registry: adding one is one entry in :data:`POLICIES`. There are five:
+RankTS with a logistic GLM per position, by Laplace (:class:`bayesrank.LaplaceGLM`) and
+by warm NUTS (:class:`bayesrank.BayesGLM`); RankUCB and GenRankUCB with a ridge model
+of the clicks (with a logistic ``LaplaceGLM`` their width is divided by the link's
+smallest slope c1, 1e-3 to 0 on these features, and they do not leave their initial
+exploration within the study's horizons: ``scripts/obd_pilot.py``); the ranked-bandits
+baseline.
 
 Example:
     >>> from bayesrank.studies import obd
