@@ -16,7 +16,7 @@ Policies are a registry: adding one is one entry in :data:`POLICIES`. There are 
 RankTS with a logistic GLM per position, by Laplace (:class:`bayesrank.LaplaceGLM`) and
 by warm NUTS (:class:`bayesrank.BayesGLM`); RankUCB and GenRankUCB with a ridge model
 of the clicks (with a logistic ``LaplaceGLM`` their width is divided by the link's
-smallest slope c1, 1e-3 to 0 on these features, and they do not leave their initial
+smallest slope c1, 0.015 down to 0 on these features, and they do not leave their initial
 exploration within the study's horizons: ``scripts/obd_pilot.py``); the ranked-bandits
 baseline.
 
