@@ -13,12 +13,12 @@ the configuration, every policy of :data:`POLICIES` plays the same environment
   results (:mod:`bayesrank.studies.obd_report`).
 
 Policies are a registry: adding one is one entry in :data:`POLICIES`. There are five:
-RankTS with a logistic GLM per position, by Laplace (:class:`bayesrank.LaplaceGLM`) and
-by warm NUTS (:class:`bayesrank.BayesGLM`); RankUCB and GenRankUCB with a ridge model
-of the clicks (with a logistic ``LaplaceGLM`` their width is divided by the link's
-smallest slope c1, 0.015 down to 0 on these features, and they do not leave their initial
-exploration within the study's horizons: ``scripts/obd_pilot.py``); the ranked-bandits
-baseline.
+RankTS with a logistic GLM per position, by Laplace (:class:`bayesrank.LaplaceGLM`)
+and by warm NUTS (:class:`bayesrank.BayesGLM`); RankUCB and GenRankUCB with a ridge
+model of the clicks (with a logistic ``LaplaceGLM`` their width is divided by the
+link's smallest slope c1, 0.015 down to 0 on these features, and they do not leave
+their initial exploration within the study's horizons: ``scripts/obd_pilot.py``);
+the ranked-bandits baseline.
 
 Example:
     >>> from bayesrank.studies import obd
