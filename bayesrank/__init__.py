@@ -9,7 +9,7 @@ ArviZ, matplotlib and Dask are imported only where diagnostics, plots or distrib
 sweeps are made, so ``import bayesrank`` stays fast.
 """
 
-from bayesrank import bounds, decode, links, noise, scores
+from bayesrank import bounds, datasets, decode, links, noise, scores
 from bayesrank.decode import best_list
 from bayesrank.env import RankingEnv
 from bayesrank.feedback import cascade_rewards
@@ -49,6 +49,7 @@ __all__ = [
     "best_list",
     "cascade_rewards",
     "bounds",
+    "datasets",
     "decode",
     "links",
     "noise",

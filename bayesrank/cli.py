@@ -149,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run the benchmarks and print their tables")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("which", nargs="*", default=[], help="benchmark names (default all)")
+
+    from bayesrank.studies import cli as studies_cli
+
+    studies_cli.add_parser(sub)
     p._subcommands = dict(sub.choices)  # for subcommand-level usage errors
     return p
 
@@ -198,6 +202,10 @@ def main(argv=None) -> int:
             from bayesrank.experiments.bench import run_bench
 
             run_bench(args.which, quick=args.quick)
+        elif args.command == "study":
+            from bayesrank.studies import cli as studies_cli
+
+            studies_cli.run(args)
     except (ValueError, TypeError, OSError) as exc:  # OSError: files and folders
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         subparser.exit(2, f"bayesrank {args.command}: error: {msg}\n")

@@ -176,6 +176,141 @@ class RankingEnv:
         w = rng.uniform(-w_max, w_max, size=L)
         return cls(items, theta, w, v0=v0, link=link, noise=noise)
 
+    # ---------------------------------------- semi-synthetic: real items, drawn clicks
+    #: positions l >= 2 redraw w_l while |1 + w_l| is below this (see semi_synthetic)
+    SEMI_SYNTHETIC_MIN_OFFSET = 0.5
+
+    @classmethod
+    def semi_synthetic(
+        cls,
+        items,
+        *,
+        L: int = 3,
+        link: str = "logistic",
+        w_max: float = 1.0,
+        base_rate=None,
+        campaign: str = "all",
+        spread: float = 1.0,
+        seed: int = 0,
+    ) -> RankingEnv:
+        """Real item vectors with drawn click parameters matching observed click rates.
+
+        The environment's items are ``items`` with a column of ones appended (the
+        intercept), so ``env.items`` is (K, d + 1) and ``v0 = 0``. Per position l:
+
+        * ``w_l ~ Uniform(-w_max, w_max)`` as in :meth:`paper` (``w_1`` multiplies
+          ``v0 = 0`` and has no effect). For l >= 2 the intercept enters the list's
+          features as ``(1 + w_l)``, so a draw with ``|1 + w_l| < 0.5``
+          (:attr:`SEMI_SYNTHETIC_MIN_OFFSET`) is redrawn: there the intercept could
+          not set the click rate without a huge coefficient.
+        * ``theta^l = (g_l, b_l)``: ``g_l`` a Gaussian direction scaled so that the
+          item scores ``s_l(j) = <g_l, v_j>`` have standard deviation ``spread`` over
+          the items (the logit spread of the items on their own); ``b_l`` solved by
+          bisection so that the click rate at position l of a uniformly random list
+          (each position an independent uniform item, repeats allowed as in the
+          environment) is exactly the target:
+          ``mean_{i,j} f(b_l (1 + w_l) + s_l(j) + w_l s_l(i)) = target_l``
+          (``f(b_1 + s_1(j))`` averaged over j at position 1). Cost O(L K^2) per
+          bisection step.
+        * Rewards are Bernoulli clicks with mean ``f(<theta^l, x^l>)``.
+
+        Targets (``base_rate=None``): the per-position click rates of the OBD
+        uniform-random log of ``campaign`` (:func:`bayesrank.datasets.
+        obd_position_clicks`); for "all": 13/3322 = 0.00391, 14/3412 = 0.00410,
+        11/3266 = 0.00337 (L must then be 3).
+
+        Args:
+            items: (K, d) item vectors, e.g. :func:`bayesrank.datasets.obd_items`.
+            L: list length.
+            link: "logistic" or "probit".
+            w_max: w_l is drawn in [-w_max, w_max].
+            base_rate: None (the log's rates), a number in (0, 1) for every position,
+                or an (L,) array of per-position rates in (0, 1).
+            campaign: the OBD campaign whose log gives the targets when
+                ``base_rate`` is None.
+            spread: standard deviation of the item scores on the logit (or probit)
+                scale, > 0.
+            seed: seed of the NumPy generator drawing w and theta.
+
+        Returns:
+            A :class:`RankingEnv` with Bernoulli noise.
+
+        Example:
+            >>> import bayesrank as br
+            >>> V = br.datasets.obd_items("men", d=8)
+            >>> env = br.RankingEnv.semi_synthetic(V, w_max=2.0, seed=1)
+            >>> env.K, env.L, env.d
+            (34, 3, 9)
+        """
+        from scipy.special import expit, ndtr
+
+        from bayesrank.datasets import obd_position_clicks
+
+        V = _as_float_array(items, "items", 2)
+        K, d = V.shape
+        if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
+            raise ValueError(f"L: expected a positive integer, got {L!r}")
+        if K < 1 or d < 1:
+            raise ValueError(
+                f"items: expected a (K, d) array with K, d >= 1, got {V.shape}"
+            )
+        means = {"logistic": expit, "probit": ndtr}
+        if not isinstance(link, str) or link not in means:
+            raise ValueError(
+                f"link: expected 'logistic' or 'probit' (clicks), got {link!r}"
+            )
+        for name, val, low in (("w_max", w_max, 0.0), ("spread", spread, None)):
+            ok = isinstance(val, (int, float, np.floating, np.integer)) and np.isfinite(
+                val
+            )
+            if not ok or (val < 0 if low is not None else val <= 0):
+                need = ">= 0" if low is not None else "> 0"
+                raise ValueError(
+                    f"{name}: expected a finite number {need}, got {val!r}"
+                )
+        if base_rate is None:
+            if L != 3:
+                raise ValueError(
+                    f"L: the log's per-position rates need L = 3, got {L}; pass "
+                    "base_rate for another list length"
+                )
+            target = obd_position_clicks(campaign).rates
+        else:
+            try:
+                target = np.broadcast_to(np.asarray(base_rate, dtype=float), (L,))
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"base_rate: expected None, a number or an ({L},) array of rates "
+                    f"in (0, 1), got {base_rate!r}"
+                ) from None
+            if not np.all((target > 0) & (target < 1)):
+                raise ValueError(
+                    f"base_rate: expected rates in (0, 1), got {base_rate!r}"
+                )
+        f = means[link]
+        rng = np.random.default_rng(seed)
+        w = rng.uniform(-w_max, w_max, size=L)
+        for pos in range(1, L):
+            while abs(1.0 + w[pos]) < cls.SEMI_SYNTHETIC_MIN_OFFSET:
+                w[pos] = rng.uniform(-w_max, w_max)
+        theta = np.zeros((L, d + 1))
+        for pos in range(L):
+            u = rng.standard_normal(d)
+            s = V @ u
+            sd = s.std()
+            if not sd > 1e-12 * max(1.0, np.abs(s).max()):
+                raise ValueError(
+                    "items: every item has the same features; the item scores cannot "
+                    "be given a spread"
+                )
+            g = spread * u / sd
+            s = V @ g
+            # logits of a uniformly random list, up to the offset c = b (1 + w)
+            z = s if pos == 0 else (s[None, :] + w[pos] * s[:, None]).ravel()
+            c = _bisect_offset(lambda c, z=z: float(np.mean(f(c + z))), target[pos])
+            theta[pos] = np.r_[g, c if pos == 0 else c / (1.0 + w[pos])]
+        return cls(np.c_[V, np.ones(K)], theta, w, link=link)
+
     # -------------------------------------------------------------------- shapes
     @property
     def K(self) -> int:
@@ -337,3 +472,21 @@ class RankingEnv:
 # these small computations costs far more than the arithmetic).
 _position_means = jax.jit(RankingEnv._position_means)
 _score_tables = jax.jit(RankingEnv._score_tables)
+
+
+def _bisect_offset(rate, target: float, tol: float = 1e-12) -> float:
+    """The offset c with ``rate(c) = target`` for an increasing ``rate`` (bisection)."""
+    lo, hi = -1.0, 1.0
+    while rate(lo) > target:
+        lo *= 2.0
+    while rate(hi) < target:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if rate(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < tol:
+            break
+    return 0.5 * (lo + hi)

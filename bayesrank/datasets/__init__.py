@@ -1,0 +1,21 @@
+"""Real item sets: the Open Bandit Dataset sample (:mod:`bayesrank.datasets.obd`)."""
+
+from bayesrank.datasets.obd import (
+    CAMPAIGNS,
+    PositionClicks,
+    obd_feature_names,
+    obd_item_ids,
+    obd_items,
+    obd_log_summary,
+    obd_position_clicks,
+)
+
+__all__ = [
+    "CAMPAIGNS",
+    "PositionClicks",
+    "obd_feature_names",
+    "obd_item_ids",
+    "obd_items",
+    "obd_log_summary",
+    "obd_position_clicks",
+]

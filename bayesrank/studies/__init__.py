@@ -1,0 +1,1 @@
+"""Studies beyond the paper: :mod:`bayesrank.studies.obd` (real items)."""

@@ -1,0 +1,48 @@
+"""``bayesrank study NAME``: the command-line glue of the studies.
+
+Kept free of heavy imports: :func:`add_parser` runs whenever the ``bayesrank`` parser
+is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["STUDIES", "add_parser", "run"]
+
+#: study name -> one-line help
+STUDIES = {"obd": "the paper's algorithms on Open Bandit Dataset items"}
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """Add the ``study`` subcommand to ``sub`` (an argparse subparsers action)."""
+    st = sub.add_parser(
+        "study",
+        help="studies on real items (obd)",
+        description="Studies beyond the paper. obd: "
+        + STUDIES["obd"]
+        + "; writes regret.png, results.nc and report.md to --out.",
+    )
+    st.add_argument("name", choices=sorted(STUDIES), help="which study")
+    st.add_argument(
+        "--quick", action="store_true", help="small scale: 2-3 minutes on two cores"
+    )
+    st.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default bayesrank-study-NAME)",
+    )
+    st.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    return st
+
+
+def run(args) -> None:
+    """Run the study named by the parsed ``args``."""
+    if args.name == "obd":
+        from bayesrank.studies.obd import run_obd_study
+
+        run_obd_study(
+            args.out or Path("bayesrank-study-obd"), quick=args.quick, seed=args.seed
+        )
