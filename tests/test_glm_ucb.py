@@ -89,3 +89,13 @@ def test_lam_must_match_the_models_regulariser():
     with pytest.raises(ValueError, match="lam: the model's MAP is regularised"):
         br.RankUCB(model=model, items=env.items, w=env.w, lam=1.0)
     assert br.RankUCB(model=model, items=env.items, w=env.w, lam=0.25).lam == 0.25
+
+
+def test_an_underflowing_c1_is_an_error_not_an_infinite_width():
+    """A logistic link over long item vectors has no usable slope bound: raise."""
+    env = _env()
+    items = np.asarray(env.items) * 400.0
+    with pytest.raises(ValueError, match="c1: the logistic link's smallest slope"):
+        br.RankUCB(model=br.LaplaceGLM(link="logistic"), items=items, w=env.w)
+    pol = br.RankUCB(model=br.LaplaceGLM(link="logistic"), items=items, w=env.w, c1=0.1)
+    assert pol.c1 == 0.1

@@ -165,7 +165,15 @@ def resolve_c1(link, c1, m2: float, x_max: float) -> float:
         return 1.0
     if c1 is not None:
         return float(c1)
-    return link_constants(link, m2 * x_max)[0]
+    z = m2 * x_max
+    c1 = float(link_constants(link, z)[0])
+    if not (math.isfinite(c1) and c1 > 1e-12):
+        raise ValueError(
+            f"c1: the {link.name} link's smallest slope on |z| <= m2 max||x|| = {z:.3g} "
+            f"is {c1:.3g}, so the width (divided by c1) would be infinite; give c1= "
+            "(no guarantee then), a smaller m2, or shorter item vectors"
+        )
+    return c1
 
 
 # --------------------------------------------------------------------------- classes
