@@ -1,4 +1,4 @@
-"""The ``bayesrank`` command line: demo, reproduce, sweep, bench.
+"""The ``bayesrank`` command line: demo, reproduce, sweep, bench, calibrate.
 
 Bad flags print the usage of the subcommand they were given to (exit code 2), never
 a traceback; numeric flags are checked while parsing, before anything runs or prints.
@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run the benchmarks and print their tables")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("which", nargs="*", default=[], help="benchmark names (default all)")
+    from bayesrank.calibration.cli import add_parser as add_calibrate
+
+    add_calibrate(sub)
     p._subcommands = dict(sub.choices)  # for subcommand-level usage errors
     return p
 
@@ -198,6 +201,12 @@ def main(argv=None) -> int:
             from bayesrank.experiments.bench import run_bench
 
             run_bench(args.which, quick=args.quick)
+        elif args.command == "calibrate":
+            from bayesrank.calibration.cli import run_calibrate_cli
+
+            run_calibrate_cli(
+                quick=args.quick, out=args.out, models=args.models, seed=args.seed
+            )
     except (ValueError, TypeError, OSError) as exc:  # OSError: files and folders
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         subparser.exit(2, f"bayesrank {args.command}: error: {msg}\n")

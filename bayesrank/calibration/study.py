@@ -30,7 +30,7 @@ from bayesrank.calibration import registry
 from bayesrank.calibration.inloop import run_inloop
 from bayesrank.calibration.ranks import pit_from_ranks
 from bayesrank.calibration.sbc import run_sbc
-from bayesrank.calibration.uniformity import uniformity_test
+from bayesrank.calibration.uniformity import power, uniformity_test
 
 __all__ = ["ALPHA", "TEST_DESCRIPTION", "coverage90", "run_study", "save"]
 
@@ -95,6 +95,25 @@ def _coordinate_labels(D, attrs):
     return [f"position{l}_dim{j}" for l in range(L) for j in range(p)]
 
 
+MISFITS = (("exact", 1.0, 0.0), ("sd x 0.5", 0.5, 0.0), ("sd x 0.75", 0.75, 0.0),
+           ("sd x 1.5", 1.5, 0.0), ("mean + 0.25 sd", 1.0, 0.25),
+           ("mean + 0.5 sd", 1.0, 0.5))
+
+
+def _power_node(s):
+    """Power of the test at the in-loop sizes against the misfits above."""
+    import xarray as xr
+
+    D = s.design.L * s.design.d
+    reps = 200 if s.inloop_runs >= 50 else 20
+    pw = [power(s.inloop_runs, D, s.ref_draws, scale=sc, shift=sh, reps=reps,
+                n_null=min(s.n_null, 4000)) for _, sc, sh in MISFITS]
+    return xr.Dataset({"power": ("misfit", np.asarray(pw))},
+                      coords={"misfit": np.array([m[0] for m in MISFITS], dtype=str)},
+                      attrs={"N": s.inloop_runs, "D": D, "M": s.ref_draws,
+                             "reps": reps, "alpha": ALPHA})
+
+
 def run_study(settings: registry.Settings = registry.FULL, names=None, *,
               verbose: bool = False):
     """Run the named registry entries (default: all) and test their ranks.
@@ -145,7 +164,7 @@ def run_study(settings: registry.Settings = registry.FULL, names=None, *,
         nodes[case.name] = _node(res.ranks, draws, t, attrs)
         rows[case.name] = (t, n_sims, draws, thin, warm, case.kind)
         log(f"{case.name}: p = {t.p_value:.3g} ({time.perf_counter() - t0:.0f} s)")
-        if case.kind in ("exact", "approximate"):
+        if case.kind in ("exact", "approximate") and s.n_grid:
             curve = []
             for j, n in enumerate(s.n_grid):
                 m_n = case.build(s)
@@ -222,6 +241,8 @@ def run_study(settings: registry.Settings = registry.FULL, names=None, *,
             coords={"model_by_n": np.array(labels, dtype=str),
                     "n_obs": np.array(s.n_grid)},
         )
+    if rounds:
+        tree["/power"] = _power_node(s)
     for name, ds in nodes.items():
         tree[f"/models/{name}"] = ds
     return xr.DataTree.from_dict(tree)
