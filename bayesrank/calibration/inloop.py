@@ -1,11 +1,11 @@
 """Calibration of the draws RankTS really uses: warm-started NUTS inside the loop.
 
-One bandit run drives the model exactly as RankTS does, per round t = 1..T::
+One bandit run is RankTS's own functional core (:func:`bayesrank.policies.ts.rank_ts`)
+driven for T rounds, per round t = 1..T::
 
-    theta_t, state = model.draw(key_t, state)        # the Thompson draw of round t
-    list_t = argmax list under theta_t               # RankTS's exact decode
+    state, sel = core.select(key_t, state, ctx)      # sel.params: the Thompson draw
     y_t ~ the likelihood under theta_true            # theta_true ~ the model's prior
-    state = model.update(state, x(list_t), y_t)
+    state = core.update(state, sel.items, y_t, ctx)  # ctx: the design's v0, no mask
 
 so ``theta_t`` should be a draw from the posterior given the first t - 1 impressions.
 At each checkpoint round t the in-loop draw is ranked, per coordinate, among ``draws``
@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank import decode, scores
+from bayesrank import scores
 from bayesrank.calibration.generative import (
     Design,
     Generative,
@@ -43,6 +43,8 @@ from bayesrank.calibration.generative import (
 )
 from bayesrank.calibration.ranks import rank_of
 from bayesrank.calibration.sbc import lag1_autocorrelation, posterior_draws
+from bayesrank.policies.context import Context
+from bayesrank.policies.ts import rank_ts
 from bayesrank.posteriors.base import update_many
 
 __all__ = ["BanditRun", "InLoopResult", "bandit_run", "run_inloop"]
@@ -70,7 +72,16 @@ class InLoopResult(NamedTuple):
 
 def bandit_run(key, model, *, T: int, design: Design = Design(),
                generative: Generative | None = None, lists: str = "argmax"):
-    """Run RankTS's draw/decode/update loop for T rounds (pure; jittable).
+    """Run RankTS's functional core for T rounds on the design (pure; jittable).
+
+    Args:
+        key: a JAX PRNG key (the truth, the draws and the rewards are split off it).
+        model: the per-position posterior RankTS samples from.
+        T: rounds.
+        design: items, w and v0 (one context for every request, no mask).
+        generative: the simulated truth (default: the model's own prior/likelihood).
+        lists: "argmax" (RankTS's list under its draw) or "random" (uniform lists,
+            a non-adaptive design; the draw is still made and recorded).
 
     Returns:
         BanditRun.
@@ -80,7 +91,8 @@ def bandit_run(key, model, *, T: int, design: Design = Design(),
     gen = generative_for(model) if generative is None else generative
     items, W, v0 = (jnp.asarray(a) for a in design_arrays(design))
     L, p, K = design.L, design.d, design.K
-    links = (model.link,) * L
+    core = rank_ts(model, items, W)
+    ctx = Context(v0, jnp.ones((K,), bool))
     k_true, k_loop = jax.random.split(key)
     params = gen.prior(k_true, L, p)
     diagnose = getattr(model, "diagnostics", None)
@@ -88,22 +100,19 @@ def bandit_run(key, model, *, T: int, design: Design = Design(),
     def body(state, k):
         k_draw, k_list, k_y = jax.random.split(k, 3)
         adapting = (
-            diagnose(state)["adapting"] if diagnose is not None
+            diagnose(state.model)["adapting"] if diagnose is not None
             else jnp.zeros((L,), bool)
         )
-        theta, state = model.draw(k_draw, state)
-        if lists == "argmax":
-            first, pairs = scores.pair_scores(theta, items, W[:, 0], v0, links)
-            chosen, _ = decode.dp_decode(first, pairs)
-        else:
-            chosen = jax.random.randint(k_list, (L,), 0, K)
+        state, sel = core.select(k_draw, state, ctx)
+        chosen = (sel.items if lists == "argmax"
+                  else jax.random.randint(k_list, (L,), 0, K))
         x = scores.list_features(items, W, v0, chosen)
         y = gen.rewards(k_y, params, x)
-        state = model.update(state, x, y)
-        return state, (theta, x, y, adapting)
+        state = core.update(state, chosen, y, ctx)
+        return state, (sel.params, x, y, adapting)
 
     _, (thetas, x, y, adapting) = jax.lax.scan(
-        body, model.init(L, p), jax.random.split(k_loop, T)
+        body, core.init(), jax.random.split(k_loop, T)
     )
     return BanditRun(thetas, x, y, params["theta"], adapting)
 
@@ -135,8 +144,10 @@ def run_inloop(
         key: a JAX PRNG key.
         model: the in-loop model (e.g. ``BayesGLM(link="logistic", n_max=T)``),
             driven as RankTS drives it.
-        reference: ``n -> model`` building the reference sampler for n impressions
-            (e.g. a fresh-chain ``BayesGLM`` with ``n_max=n``).
+        reference: ``n -> model`` building the reference sampler with room for n
+            impressions (e.g. a fresh-chain ``BayesGLM`` with ``n_max=n``); it is
+            called once with n = max(rounds) - 1 and, at round t, conditions on the
+            first t - 1 impressions (the rest passed as not observed).
         rounds: checkpoint rounds (the draw of round t uses t - 1 impressions).
         n_runs: independent bandit runs N (theta_true from the prior per run).
         draws, thin_every, warmup: the reference chain's kept draws, thinning and
@@ -153,21 +164,25 @@ def run_inloop(
                                        generative=generative, lists=lists))
     keys = jax.random.split(key, n_runs)
     records = [run(jax.random.fold_in(k, 0)) for k in keys]
+    # one reference model (buffer T - 1) for every round: the impressions after
+    # round t - 1 are passed with valid=False (not observed), so one compile serves
+    ref = reference(max(T - 1, 1))
+    n_rows = T - 1
+
+    def one(k, x, y, t, theta):
+        kd, kr = jax.random.split(k)
+        valid = jnp.broadcast_to((jnp.arange(n_rows) < t - 1)[:, None], (n_rows, L))
+        state = update_many(ref, ref.init(L, p), x, y, valid)
+        d = posterior_draws(kd, ref, state, draws=draws, thin_every=thin_every,
+                            warmup=warmup)
+        return rank_of(kr, theta.astype(d.dtype), d).reshape(-1), \
+            lag1_autocorrelation(d)
+
+    f = jax.jit(one)
     ranks, lag1, adapting = [], [], []
     for t in rounds:
-        ref = reference(max(t - 1, 1))
-
-        def one(k, x, y, theta, ref=ref):
-            kd, kr = jax.random.split(k)
-            state = update_many(ref, ref.init(L, p), x, y)
-            d = posterior_draws(kd, ref, state, draws=draws, thin_every=thin_every,
-                                warmup=warmup)
-            return rank_of(kr, theta.astype(d.dtype), d).reshape(-1), \
-                lag1_autocorrelation(d)
-
-        f = jax.jit(one)
         out = [
-            f(jax.random.fold_in(k, t), rec.x[: t - 1], rec.y[: t - 1],
+            f(jax.random.fold_in(k, t), rec.x[:n_rows], rec.y[:n_rows], t,
               rec.thetas[t - 1])
             for k, rec in zip(keys, records)
         ]

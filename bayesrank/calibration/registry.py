@@ -6,7 +6,9 @@ truth is (``None``: the model's own prior and likelihood) and what is expected:
 ``"mcmc"`` must pass within Monte Carlo error, the ``"negative"`` control must fail.
 The in-loop entry expands into one label per checkpoint round.
 
-Adding a model is one line: ``Case("Name", lambda s: MyModel(...), "approximate")``.
+Adding a model is one line:
+``Case("Name", lambda s, n: MyModel(...), "approximate")`` (``n``: the impressions per
+simulation, for models whose buffers must hold them).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class Settings(NamedTuple):
     n_sims: int = 1000  # SBC simulations N (independent-draw models)
     draws: int = 99  # posterior draws M per simulation (ranks in 0..M)
     n_obs: int = 50  # impressions per SBC simulation
-    n_grid: tuple = (10, 30, 100, 300, 1000)  # n of the "how far, by n" sweep
+    n_grid: tuple = (10, 30, 100, 300)  # n of the "how far, by n" sweep
     n_null: int = 10000  # null simulations of the band statistic
     nuts_sims: int = 200  # fresh-chain NUTS simulations
     nuts_draws: int = 99
@@ -50,7 +52,8 @@ QUICK = Settings(
     nuts_sims=12,
     nuts_draws=19,
     nuts_warmup=150,
-    inloop_runs=4,
+    inloop_runs=8,
+    rounds=(10, 100),
     ref_draws=19,
     ref_thin=3,
     ref_warmup=150,
@@ -61,7 +64,7 @@ class Case(NamedTuple):
     """One SBC study: a named model, its simulated truth and the expectation."""
 
     name: str
-    build: Callable  # (Settings) -> model
+    build: Callable  # (Settings, n_obs) -> model
     kind: str  # "exact" | "approximate" | "mcmc" | "negative"
     generative: Callable | None = None  # () -> Generative; None: the model's own
     mcmc: bool = False  # draws from one fresh chain: warm-up and thinning apply
@@ -102,14 +105,26 @@ def _nig(**kw):
     return GaussianLinearUnknownNoise(**kw)
 
 
+def _laplace(link: str, prior_scale: float, n: int):
+    from bayesrank.posteriors import LaplaceGLM
+
+    # n_max = n: the buffer holds every impression, so the fit is the full-data MAP
+    return LaplaceGLM(link=link, prior_scale=prior_scale, n_max=max(int(n), 1))
+
+
 CASES: tuple[Case, ...] = (
-    Case("GaussianLinear", lambda s: _gl(prior_scale=1.0, noise_scale=1.0), "exact"),
-    Case("GaussianLinearUnknownNoise", lambda s: _nig(a0=3.0, b0=2.0), "exact"),
+    Case("GaussianLinear", lambda s, n: _gl(prior_scale=1.0, noise_scale=1.0),
+         "exact"),
+    Case("GaussianLinearUnknownNoise", lambda s, n: _nig(a0=3.0, b0=2.0), "exact"),
+    Case("LaplaceGLM-logistic", lambda s, n: _laplace("logistic", 1.0, n),
+         "approximate"),
+    # prior sd 0.5 keeps the Poisson rates of the design mostly within [0.2, 5]
+    Case("LaplaceGLM-exp", lambda s, n: _laplace("exp", 0.5, n), "approximate"),
     Case("BayesGLM-logistic",
-         lambda s: _fresh_chain("logistic", s.n_obs, s, s.nuts_warmup), "mcmc",
+         lambda s, n: _fresh_chain("logistic", n, s, s.nuts_warmup), "mcmc",
          mcmc=True),
     # the truth has noise sd 1; the model is told 0.5: over-confident, must fail
-    Case("negative_control", lambda s: _gl(prior_scale=1.0, noise_scale=0.5),
+    Case("negative_control", lambda s, n: _gl(prior_scale=1.0, noise_scale=0.5),
          "negative", _negative_truth),
 )
 

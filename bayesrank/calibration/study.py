@@ -149,7 +149,7 @@ def run_study(settings: registry.Settings = registry.FULL, names=None, *,
         if case.name not in names:
             continue
         t0 = time.perf_counter()
-        model = case.build(s)
+        model = case.build(s, s.n_obs)
         gen = None if case.generative is None else case.generative()
         draws = s.nuts_draws if case.mcmc else s.draws
         thin = s.nuts_thin if case.mcmc else 1
@@ -167,7 +167,7 @@ def run_study(settings: registry.Settings = registry.FULL, names=None, *,
         if case.kind in ("exact", "approximate") and s.n_grid:
             curve = []
             for j, n in enumerate(s.n_grid):
-                m_n = case.build(s)
+                m_n = case.build(s, int(n))
                 r = run_sbc(jax.random.fold_in(key, 1000 * (i + 1) + j), m_n,
                             generative=gen, design=design, n_obs=int(n),
                             n_sims=s.n_sims, draws=draws)
