@@ -6,7 +6,7 @@ Layout of the result (written as NetCDF by :func:`save`):
   ``thinning``, ``warmup``, ``kind`` and ``passed`` over the ``model`` coordinate;
   attributes: the settings, the design and the test's description;
 * ``by_n``: ``p_value_by_n``, ``coverage90_by_n`` and ``ks_by_n`` over
-  (``model_by_n``, ``n_obs``) for the exact and approximate models;
+  (``model_by_n``, ``n_obs``) for the approximate models (LaplaceGLM);
 * one node per model (``models/<label>``): ``ranks`` (simulation, coordinate),
   ``gamma`` and ``p_coordinate`` (coordinate), attributes N, draws, thinning, warmup,
   n_obs, kind, lag1 (kept draws' autocorrelation).
@@ -164,7 +164,7 @@ def run_study(settings: registry.Settings = registry.FULL, names=None, *,
         nodes[case.name] = _node(res.ranks, draws, t, attrs)
         rows[case.name] = (t, n_sims, draws, thin, warm, case.kind)
         log(f"{case.name}: p = {t.p_value:.3g} ({time.perf_counter() - t0:.0f} s)")
-        if case.kind in ("exact", "approximate") and s.n_grid:
+        if case.kind == "approximate" and s.n_grid:
             curve = []
             for j, n in enumerate(s.n_grid):
                 m_n = case.build(s, int(n))
