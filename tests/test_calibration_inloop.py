@@ -28,19 +28,26 @@ def test_bandit_run_shows_the_argmax_list_of_each_draw():
         np.testing.assert_allclose(run.x[t], scores.list_features(items, W, v0, best))
 
 
-def test_bandit_run_draw_of_round_t_uses_t_minus_1_impressions():
-    # with GaussianLinear, the draw's key fixes the standard normal; the posterior
-    # must be the closed form on the first t - 1 rows
+def test_bandit_run_draw_of_round_t_is_a_draw_given_the_first_t_minus_1_rows():
+    # RankTS's Thompson draw of round t is model.draw(k_t, state after t - 1
+    # impressions), k_t the round's draw key: replayed here through the model alone
     model = GaussianLinear()
-    run = bandit_run(jax.random.key(1), model, T=6, design=DESIGN)
+    key = jax.random.key(1)
+    T = 6
+    run = bandit_run(key, model, T=T, design=DESIGN)
+    round_keys = jax.random.split(jax.random.split(key)[1], T)
     state = model.init(DESIGN.L, DESIGN.d)
-    for t in range(6):
-        # the posterior mean before round t's draw equals the batch solve on t rows
+    for t in range(T):
+        k_draw = jax.random.split(round_keys[t], 3)[0]
+        want, _ = model.draw(k_draw, state)
+        np.testing.assert_allclose(run.thetas[t], want, rtol=1e-10, atol=1e-12)
+        # and the posterior mean is the batch closed form on the first t rows
         X, Y = np.asarray(run.x[:t]), np.asarray(run.y[:t])
         for l in range(DESIGN.L):
             P = np.eye(DESIGN.d) + X[:, l].T @ X[:, l]
-            want = np.linalg.solve(P, X[:, l].T @ Y[:, l])
-            np.testing.assert_allclose(model.mean(state)[l], want, atol=1e-8)
+            np.testing.assert_allclose(
+                model.mean(state)[l], np.linalg.solve(P, X[:, l].T @ Y[:, l]),
+                atol=1e-8)
         state = model.update(state, run.x[t], run.y[t])
 
 

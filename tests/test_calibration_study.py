@@ -37,8 +37,9 @@ def test_coverage90_counts_ranks_in_the_central_90_percent():
     assert coverage90(ranks, M) == pytest.approx(0.90)
 
 
-def test_ks_distance_equals_scipy():
-    u = np.random.default_rng(0).uniform(size=(60, 1)) ** 1.3
+@pytest.mark.parametrize("power", [0.7, 1.3])  # ECDF above / below the identity
+def test_ks_distance_equals_scipy(power):
+    u = np.random.default_rng(0).uniform(size=(60, 1)) ** power
     assert _ks(u) == pytest.approx(stats.kstest(u[:, 0], "uniform").statistic)
 
 
