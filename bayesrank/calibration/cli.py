@@ -25,7 +25,9 @@ def add_parser(sub) -> None:
     c.add_argument("--seed", type=int, default=0)
 
 
-def run_calibrate_cli(quick: bool = False, out=None, models=None, seed: int = 0) -> Path:
+def run_calibrate_cli(
+    quick: bool = False, out=None, models=None, seed: int = 0
+) -> Path:
     """Run the calibration study and write ``calibration.nc``, PNGs and a report.
 
     Args:

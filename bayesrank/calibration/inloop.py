@@ -188,6 +188,8 @@ def run_inloop(
         ]
         ranks.append(np.stack([np.asarray(o[0]) for o in out]))
         lag1.append(float(np.mean([np.asarray(o[1]) for o in out])))
-        adapting.append(float(np.mean([np.asarray(r.adapting[t - 1]) for r in records])))
+        adapting.append(
+            float(np.mean([np.asarray(r.adapting[t - 1]) for r in records]))
+        )
     return InLoopResult(rounds, np.stack(ranks).astype(np.int64), draws,
                         np.asarray(lag1), np.asarray(adapting))

@@ -61,7 +61,9 @@ def thin(draws, every: int, *, skip: int = 0):
         (ceil((T - skip) / every), ...) the kept draws, the last one included.
     """
     if every < 1 or skip < 0:
-        raise ValueError(f"every/skip: expected every >= 1 and skip >= 0, got {every}, {skip}")
+        raise ValueError(
+            f"every/skip: expected every >= 1 and skip >= 0, got {every}, {skip}"
+        )
     kept = draws[skip:]
     # align on the end, so the last (best-mixed) draw is always kept
     start = (kept.shape[0] - 1) % every

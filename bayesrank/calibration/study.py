@@ -63,7 +63,8 @@ def _resolve(names, settings):
     if names is None:
         return known
     names = list(names)
-    bad = [n for n in names if n not in known and not n.startswith(registry.INLOOP.prefix)]
+    prefix = registry.INLOOP.prefix
+    bad = [n for n in names if n not in known and not n.startswith(prefix)]
     if bad:
         raise ValueError(f"models: unknown {bad}; expected some of {known}")
     for n in names:
