@@ -1,4 +1,4 @@
-"""The ``bayesrank`` command line: demo, reproduce, sweep, bench.
+"""The ``bayesrank`` command line: demo, reproduce, sweep, bench, calibrate.
 
 Bad flags print the usage of the subcommand they were given to (exit code 2), never
 a traceback; numeric flags are checked while parsing, before anything runs or prints.
@@ -153,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     from bayesrank.studies import cli as studies_cli
 
     studies_cli.add_parser(sub)
+
+    from bayesrank.calibration.cli import add_parser as add_calibrate
+
+    add_calibrate(sub)
     p._subcommands = dict(sub.choices)  # for subcommand-level usage errors
     return p
 
@@ -206,6 +210,12 @@ def main(argv=None) -> int:
             from bayesrank.studies import cli as studies_cli
 
             studies_cli.run(args)
+        elif args.command == "calibrate":
+            from bayesrank.calibration.cli import run_calibrate_cli
+
+            run_calibrate_cli(
+                quick=args.quick, out=args.out, models=args.models, seed=args.seed
+            )
     except (ValueError, TypeError, OSError) as exc:  # OSError: files and folders
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         subparser.exit(2, f"bayesrank {args.command}: error: {msg}\n")

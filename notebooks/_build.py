@@ -885,6 +885,179 @@ Every timed pair also returned the same value. The tests (`tests/test_graph.py`,
 instances, masks and repeated-item constraints."""),
 ]
 
+# --------------------------------------------------------------------------- 06
+CALIBRATION = [
+    md("""\
+# 6. Are the posterior draws calibrated? Simulation-based calibration
+
+**Question.** RankTS is only as good as its posterior draws. bayesrank checks each
+posterior against references on a few fixed data sets, but that does not say whether
+the draws are right *across the prior*, and it says nothing about the draws the bandit
+loop really uses: inside `RankTS(model=BayesGLM(...))` each NUTS chain is warm-started,
+advances a few transitions per round on data that keep growing, and re-adapts on a
+schedule. Are those draws posterior draws?
+
+**Method: simulation-based calibration** (SBC; Talts et al. 2018, Modrák et al. 2023).
+If theta is drawn from the prior, data are simulated from the likelihood given theta,
+and M draws are taken from the posterior given the data, then the rank of the true
+theta among the M draws is uniform on {0, ..., M}, for every coordinate. Any
+systematic error of the sampler (too narrow, too wide, shifted) bends the rank
+distribution. We turn the ranks into PIT values u = (rank + U) / (M + 1) and test
+uniformity with the **PIT-ECDF simultaneous band** (Säilynoja, Bürkner & Vehtari 2022;
+the band ArviZ 1.x draws, checked against `arviz_stats.ecdf_utils` in the tests), one
+test per coordinate, combined over the D coordinates of a model by **Bonferroni**:
+one p-value per model, so a 1 % level is a 1 % family-wise false-alarm rate.
+
+**The in-loop draws.** For RankTS's warm NUTS there is no "posterior given the data"
+to draw from cheaply, so the reference changes: RankTS's own functional core runs a
+bandit for T rounds (theta_true from the prior, rewards from the likelihood, lists
+from RankTS's argmax decode), and the theta it drew at round t is ranked among draws
+of a long **fresh** NUTS chain run on the same t - 1 impressions. If the in-loop draw
+is a posterior draw, it is exchangeable with the reference draws and the rank is
+uniform. (The fresh-chain sampler is itself calibrated by ordinary SBC below.)
+
+Everything here is `bayesrank.calibration`; `bayesrank calibrate` runs the whole study
+and writes NetCDF, figures and a markdown report. This notebook (1) shows the method
+live on a small example and (2) reads the full run committed in `docs/calibration/`."""),
+    params("""\
+# Parameters. QUICK = True: a small live demo (well under a minute on 2 CPU cores).
+# QUICK = False: the live demo at 1,000 simulations.
+QUICK = True"""),
+    code("""\
+N_SIMS = 150 if QUICK else 1000  # SBC simulations of the live demo
+DRAWS = 39 if QUICK else 99  # posterior draws per simulation (ranks in 0..DRAWS)
+FULL_RUN = "../docs/calibration"  # the committed full run"""),
+    code("""\
+import json
+from pathlib import Path
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
+from IPython.display import Image, Markdown, display
+
+from bayesrank.calibration import pit_from_ranks, run_sbc, uniformity_test
+from bayesrank.calibration.generative import Design, gaussian_generative
+from bayesrank.calibration.uniformity import band
+from bayesrank.posteriors import GaussianLinear"""),
+    md("""\
+## The method on one model, live
+
+The design: the items, neighbour weights and user vector of
+`RankingEnv.paper(seed=0, K=20, L=2, d=5, w_max=1)`; each simulation shows 50 random
+lists. `GaussianLinear` is the exact conjugate posterior, so its ranks must be uniform.
+The **negative control** is the same model told half the true noise sd: its posterior
+is too narrow, the truth falls in the tails too often, and the test must say so."""),
+    code("""\
+design = Design()
+exact = run_sbc(jax.random.key(0), GaussianLinear(noise_scale=1.0), design=design,
+                n_obs=50, n_sims=N_SIMS, draws=DRAWS)
+control = run_sbc(jax.random.key(1), GaussianLinear(noise_scale=0.5),
+                  generative=gaussian_generative(0.0, 1.0, 1.0), design=design,
+                  n_obs=50, n_sims=N_SIMS, draws=DRAWS)
+tests = {}
+for name, res in [("exact", exact), ("told half the noise", control)]:
+    tests[name] = uniformity_test(pit_from_ranks(res.ranks, res.M), n_null=2000)
+    print(f"{name:22s} ranks {res.ranks.shape}, p = {tests[name].p_value:.3g}")"""),
+    code("""\
+fig, axes = plt.subplots(1, 2, figsize=(9, 3), sharey=True)
+for ax, (name, res) in zip(axes, [("exact", exact), ("told half the noise", control)]):
+    u = pit_from_ranks(res.ranks, res.M)
+    N, D = u.shape
+    z, lo, hi = band(N, 1 - 0.01 / D, n_null=2000)
+    ax.fill_between(z, lo - z, hi - z, color="0.85", label="1 % band (Bonferroni)")
+    grid = np.linspace(0, 1, 201)
+    for j in range(D):
+        ax.plot(grid, np.searchsorted(np.sort(u[:, j]), grid, side="right") / N - grid,
+                lw=0.7)
+    ax.set_title(f"{name}: p = {tests[name].p_value:.3g}")
+    ax.set_xlabel("PIT value")
+axes[0].set_ylabel("ECDF - uniform")
+axes[0].legend(fontsize=7)
+fig.tight_layout()"""),
+    md("""\
+The exact model's ECDF curves (one per coordinate: 2 positions x 5 features) stay
+inside the band; the over-confident model's curves leave it (an S shape: too many PIT
+values near 0 and 1). That is the whole test; the study below runs it on every
+posterior in bayesrank."""),
+    md("""\
+## The full study
+
+`bayesrank calibrate` (committed output in `docs/calibration/`) runs, per model:
+the exact models `GaussianLinear` and `GaussianLinearUnknownNoise` (must pass);
+`LaplaceGLM` with the logistic and exp links (an approximation: we report how far it
+is, and how that changes with the number of impressions n); `BayesGLM-logistic` with
+fresh NUTS chains (must pass within Monte Carlo error); RankTS's in-loop NUTS draws at
+rounds 10, 100 and 1,000; and the negative control (must fail)."""),
+    code("""\
+dt = xr.open_datatree(Path(FULL_RUN) / "calibration.nc", engine="h5netcdf")
+settings = json.loads(dt.attrs["settings"])
+table = dt.to_dataset()[["kind", "n_simulations", "draws", "thinning", "p_value",
+                         "passed"]].to_dataframe()
+print(f"N = {settings['n_sims']} simulations (fresh NUTS: {settings['nuts_sims']}, "
+      f"in-loop runs: {settings['inloop_runs']}), M = {settings['draws']} draws")
+table"""),
+    code("""\
+display(Image(filename=str(Path(FULL_RUN) / "ecdf.png")))"""),
+    md("""\
+### How far is the Laplace approximation, by n?
+
+For each n the SBC is rerun with n impressions per simulation; `cov90` is the share of
+true thetas inside the central 90 % of the posterior draws (0.90 when calibrated)."""),
+    code("""\
+by_n = dt["by_n"].to_dataset()
+for name in by_n["model_by_n"].values:
+    row = by_n.sel(model_by_n=name)
+    cells = ", ".join(f"n={int(n)}: p={p:.2g} cov90={c:.3f}" for n, p, c in zip(
+        by_n["n_obs"].values, row["p_value_by_n"].values,
+        row["coverage90_by_n"].values))
+    print(f"{str(name):28s} {cells}")
+display(Image(filename=str(Path(FULL_RUN) / "by_n.png")))"""),
+    md("""\
+### The draws RankTS uses"""),
+    code("""\
+inloop = [m for m in dt["model"].values if str(m).startswith("RankTS-NUTS-round-")]
+for m in inloop:
+    a = dt[f"models/{m}"].attrs
+    p = float(dt["p_value"].sel(model=m))
+    print(f"round {a['round']:5d}: p = {p:.3g}  ({'calibrated' if p >= 0.01 else 'NOT calibrated'} at 1 %), "
+          f"chains adapting at the draw: {a['adapting_share']:.0%}")
+pw = dt["power"].to_dataset()
+print("\\npower of the test at these sizes (share of simulated studies rejected at 1 %):")
+for mis, v in zip(pw["misfit"].values, pw["power"].values):
+    print(f"  draws distributed as {str(mis):16s} -> {float(v):.2f}")"""),
+    md("""\
+## What passes, what does not, and why
+
+*The exact models pass** (`GaussianLinear` p = 0.38, `GaussianLinearUnknownNoise`
+  p = 0.58 at N = 1,000, M = 99), and the **negative control is flagged** at the
+  smallest p-value the null simulation can resolve (0.001): the test has power, and it
+  does not cry wolf on exact posteriors. The study runs in float64: in float32 the
+  unknown-noise model once came out at p = 0.008 (one coordinate), which float64 runs
+  with the same seeds do not reproduce.
+* **Fresh-chain NUTS passes** (`BayesGLM-logistic`, 200 simulations, 300 warm-up and
+  99 draws thinned by 3: p = 1), so it can serve as the reference for the in-loop draws.
+* **The Laplace approximation is fine for clicks and not for small-n counts.** With the
+  logistic link no n in {10, 30, 50, 100, 300} is flagged (p >= 0.14) and the coverage
+  of central 90 % intervals stays at 0.89. With the exp link (Poisson counts, prior sd
+  0.5) the ranks are *not* uniform for n <= 100 (p = 0.001, KS distance about 0.1)
+  although the 90 % coverage is right (0.90): the central width is fine and the shape
+  is not, consistent with a symmetric Gaussian placed at the mode of a skewed
+  posterior (we did not separate shift from skew further). By n = 300 it is no longer
+  detected (p = 0.05). Use it for counts with that in mind, or use `BayesGLM(link="exp")`.
+* **RankTS's in-loop NUTS draws are calibrated at rounds 10, 100 and 1,000**
+  (p = 0.78, 1.0, 0.93; 100 bandit runs, ranks among 99 thinned fresh-chain draws).
+  At round 10 every chain is still in its (re-)warm-up, at 100 and 1,000 none is. What
+  "calibrated" is worth at N = 100 runs: the same test rejects draws with half the
+  posterior sd, 1.5 times the sd, or a mean off by half a posterior sd in 100 % of
+  simulated studies, draws off by a quarter sd in 67 %, and draws with 0.75 times the sd
+  in 45 %. So warm-started NUTS with the default schedule is fit for Thompson sampling
+  up to errors of about a quarter of a posterior sd; smaller ones this study cannot see.
+* **Left out:** in-loop draws for other links and for `NumPyroModel` user models, and
+  rounds past 1,000 (the buffer then slides only with `overflow="window"`)."""),
+]
+
 
 # --------------------------------------------------------------------------- 07
 REAL_ITEMS = [
@@ -1052,6 +1225,7 @@ NOTEBOOKS = {
     "03_reproducing_the_paper.ipynb": PAPER,
     "04_prior_sensitivity.ipynb": SENSITIVITY,
     "05_layered_graph.ipynb": GRAPH,
+    "06_calibration.ipynb": CALIBRATION,
     "07_real_items.ipynb": REAL_ITEMS,
 }
 

@@ -71,6 +71,7 @@ def test_notebooks_found():
         "03_reproducing_the_paper.ipynb",
         "04_prior_sensitivity.ipynb",
         "05_layered_graph.ipynb",
+        "06_calibration.ipynb",
         "07_real_items.ipynb",
     ]
 
