@@ -1,7 +1,9 @@
 """Figures and the markdown report of a calibration study (host side, matplotlib).
 
-Example:
-    >>> # dt = study.run_study(...); write_report(dt, "out")   # doctest: +SKIP
+Example (not run here; a study takes minutes)::
+
+    dt = study.run_study(...)
+    write_report(dt, "out")
 """
 
 from __future__ import annotations
