@@ -213,10 +213,10 @@ def test_paper_rejects_bad_sizes(kwargs, match):
 @pytest.mark.parametrize(
     "lists,err,match",
     [
-        (np.array([0, 1, 2]), ValueError, "items"),
-        (np.array([0, 3]), ValueError, "items"),
-        (np.array([-1, 0]), ValueError, "items"),
-        (np.array([0.0, 1.0]), TypeError, "items"),
+        (np.array([0, 1, 2]), ValueError, r"lists: expected shape \(L,\) or \(n, L\)"),
+        (np.array([0, 3]), ValueError, r"lists: item indices must lie in \[0, K-1\]"),
+        (np.array([-1, 0]), ValueError, r"lists: item indices must lie in \[0, K-1\]"),
+        (np.array([0.0, 1.0]), TypeError, "lists: expected integer item indices"),
     ],
 )
 def test_bad_lists_raise(lists, err, match):

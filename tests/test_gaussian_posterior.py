@@ -380,8 +380,13 @@ def test_datatree_rejects_data_that_is_not_the_states_history():
     model = GaussianLinear()
     X, Y = _data(n=5)
     state = update_many(model, model.init(L, P), X, Y)
-    with pytest.raises(ValueError, match="data: .*5 observations"):
-        model.to_datatree(state, 0, key=jax.random.key(0), data=(X[:4, 0], Y[:4, 0]))
+    X6, Y6 = np.concatenate([X[:, 0], X[:1, 0]]), np.concatenate([Y[:, 0], Y[:1, 0]])
+    with pytest.raises(ValueError, match="data: the state of position 0 holds 5 obs"):
+        model.to_datatree(state, 0, key=jax.random.key(0), data=(X6, Y6))
+    # Fewer rows than the state holds (a bounded history): allowed, and the tree says so.
+    dt = model.to_datatree(state, 0, key=jax.random.key(0), data=(X[:4, 0], Y[:4, 0]))
+    assert dt["posterior"].attrs["observations"] == 5
+    assert dt["posterior"].attrs["observations_in_data_groups"] == 4
     with pytest.raises(ValueError, match="position"):
         model.to_datatree(state, L, key=jax.random.key(0), data=(X[:, 0], Y[:, 0]))
 

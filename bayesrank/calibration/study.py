@@ -14,7 +14,7 @@ Layout of the result (written as NetCDF by :func:`save`):
 Example:
     >>> from bayesrank.calibration.registry import QUICK
     >>> dt = run_study(QUICK._replace(n_sims=20, draws=9), ["GaussianLinear"])
-    >>> list(dt["model"].values)
+    >>> [str(m) for m in dt["model"].values]
     ['GaussianLinear']
 """
 

@@ -166,17 +166,22 @@ def _glm_c1_text(res) -> str:
     scfg = StudyConfig(**{**cfg, "w_max": tuple(cfg["w_max"])})
     model = br.LaplaceGLM(link="logistic", n_max=1)
 
-    def fmt(c1: float) -> str:
-        return f"{c1:.2g}" if c1 > 0 else "0 (f' underflows: an infinite width)"
+    def c1_of(cls, **kw) -> str:
+        # The constructor refuses a c1 that underflows (an infinite width).
+        try:
+            c1 = cls(model=model, items=env.items, v0=env.v0, alpha=1.0, **kw).c1
+        except ValueError as err:
+            if not str(err).startswith("c1:"):
+                raise
+            return "0 (f' underflows: an infinite width, refused by the constructor)"
+        return f"{c1:.2g}"
 
     parts = []
     for w_max in res["w_max"].values:
         env = build_env(scfg, float(w_max))
-        ucb = br.RankUCB(model=model, items=env.items, w=env.w, v0=env.v0, alpha=1.0)
-        gen = br.GenRankUCB(model=model, items=env.items, L=env.L, v0=env.v0, alpha=1.0)
         parts.append(
-            f"at w_max = {w_max:g}, RankUCB {fmt(ucb.c1)} and GenRankUCB "
-            f"{fmt(gen.c1)}"
+            f"at w_max = {w_max:g}, RankUCB {c1_of(br.RankUCB, w=env.w)} and "
+            f"GenRankUCB {c1_of(br.GenRankUCB, L=env.L)}"
         )
     return "; ".join(parts)
 
