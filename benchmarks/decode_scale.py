@@ -6,7 +6,7 @@ instance generator), prints per policy and K:
 
 * ``select`` wall time through the class API (median over repeats, after compiling)
   with the fast host decoders forced (``decoder.FAST_K = 0``; "auto" picks them from
-  ``FAST_K`` = 1,024 items) and, where the tables fit (K <= 3,000), the dense DP
+  ``FAST_K`` = 4,096 items) and, where the tables fit (K <= 3,000), the dense DP
   beside it, with the ratio dense / fast measured in the same run (RankTS with the
   identity link is separable: O(L K) on every path, no dense column);
 * the peak of host (NumPy) memory during one fast select (``tracemalloc``) and the

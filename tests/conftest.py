@@ -1,6 +1,16 @@
 import os
+from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+# Many tests build the same computation from fresh closures, which the in-memory jit
+# cache cannot share; JAX's persistent cache is keyed by the compiled program, so they
+# compile once per session (and once per machine across runs). The directory is the
+# repository's own ignored .pytest_cache (the cache is trusted code: never a shared
+# /tmp path). Subprocesses (the CLI, notebook kernels) inherit it.
+_JAX_CACHE = Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_JAX_CACHE))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import jax  # noqa: E402

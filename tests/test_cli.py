@@ -164,6 +164,7 @@ def _check_tightness_constants(folder):
     assert float(np.ravel(pols["RankTS"].model.prior_scale)[0]) == pytest.approx(m2)
 
 
+@pytest.mark.slow  # 16 compiled simulations (about 25 s); the table's maths is below
 def test_reproduce_timing_table(tmp_path, tiny_scale, monkeypatch):
     monkeypatch.setattr(
         rep,

@@ -170,8 +170,8 @@ def test_masked_updates_equal_the_observed_rows_only():
 
 
 def test_jit_scan_and_vmap_over_runs_equal_a_loop():
-    model = LaplaceGLM(link="probit", prior_scale=1.0, n_max=24)
-    runs = [_data("logistic", n=20, seed=s) for s in range(3)]
+    model = LaplaceGLM(link="probit", prior_scale=1.0, n_max=10)
+    runs = [_data("logistic", n=8, seed=s) for s in range(3)]
     Xs = jnp.stack([r[0] for r in runs])
     Ys = jnp.stack([r[1] for r in runs])
 
