@@ -28,12 +28,13 @@ def per_round(K: int, quick: bool) -> dict:
     env = br.RankingEnv.paper(seed=0, K=K, L=4, d=10, w_max=10.0)
     pol = br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=0)
     core = pol.core
+    ctx = pol.context()  # the request's context: the constructor's v0, no mask
 
     @jax.jit
     def step(state, key):
-        state, sel = core.select(key, state)
+        state, sel = core.select(key, state, ctx)
         rewards = env.sample(key, sel.items)
-        return core.update(state, sel.items, rewards)
+        return core.update(state, sel.items, rewards, ctx)
 
     state = [pol.state]
     key = jax.random.key(1)
@@ -119,11 +120,12 @@ def nuts(T: int, quick: bool) -> list[dict]:
         nk = noise_key(0, 0)
         sel_fn = jax.jit(pol.core.select)
         upd_fn = jax.jit(pol.core.update)
+        ctx = pol.context()
         X_items, R = [], []
         for t in range(T):
-            state, sel = sel_fn(jax.random.fold_in(pol.key, t), state)
+            state, sel = sel_fn(jax.random.fold_in(pol.key, t), state, ctx)
             r = env.sample(jax.random.fold_in(nk, t), sel.items)
-            state = upd_fn(state, sel.items, r)
+            state = upd_fn(state, sel.items, r, ctx)
             X_items.append(np.asarray(sel.items))
             R.append(np.asarray(r))
         pol2 = br.RankTS(model=model, items=env.items, w=env.w, seed=0)

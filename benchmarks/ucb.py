@@ -44,11 +44,12 @@ def _stats(times_s: list[float]) -> dict:
 def bench_core(policy: RankUCB, rewards, rounds: int, warmup: int = 20) -> dict:
     """Median time of one jitted select + update on the functional core."""
     core = policy.core
+    ctx = policy.context()  # the request's context: the constructor's v0, no mask
 
     @jax.jit
     def step(state, key, r):
-        state, sel = core.select(key, state)
-        return core.update(state, sel.items, r), sel.items
+        state, sel = core.select(key, state, ctx)
+        return core.update(state, sel.items, r, ctx), sel.items
 
     state = core.init()
     key = jax.random.key(0)
