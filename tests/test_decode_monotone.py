@@ -142,6 +142,57 @@ def test_pareto_front_against_a_quadratic_scan():
         assert {(V[i], B[i]) for i in got} == keys and len(got) == len(keys)
 
 
+@pytest.mark.parametrize("pivot_min", [0, 10**9])
+def test_pareto_front_with_and_without_the_pivot_prefilter(monkeypatch, pivot_min):
+    """The pivot prefilter (forced on every call, and off) keeps the exact front, ties
+    and flat V included, and the same representative of equal points as the sort."""
+    import bayesrank.decode_monotone as dm
+
+    monkeypatch.setattr(dm, "PIVOT_MIN", pivot_min)
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        K = int(rng.integers(2, 300))
+        V = np.round(rng.normal(size=K), 1) if trial % 4 else np.zeros(K)
+        B = np.round(rng.normal(size=K), 1)
+        V[rng.random(K) < 0.1] = -np.inf
+        ok = V > -np.inf
+        got = pareto_front(V, B)
+        # reference: plain-Python dominance, keeping the smallest index of equal points
+        want = [i for i in range(K) if ok[i] and not any(
+            ok[k] and V[k] >= V[i] and B[k] >= B[i]
+            and ((V[k], B[k]) != (V[i], B[i]) or k < i) for k in range(K))]
+        assert sorted(got.tolist()) == want
+
+
+@pytest.mark.parametrize("link", ["logistic", "probit"])
+@pytest.mark.parametrize("case", ["random", "ties", "masked", "flat_a"])
+def test_blocked_front_scan_equals_every_item_scanned(monkeypatch, link, case):
+    """The block-pruned scan (forced at K = 1,500 with blocks of 16 columns) returns
+    the max over *all* items (a dense NumPy reference) and the same maximisers as the
+    unpruned scan of the front."""
+    import bayesrank.decode_monotone as dm
+
+    rng = np.random.default_rng({"random": 0, "ties": 1, "masked": 2, "flat_a": 3}[case])
+    K = 1500
+    V, A, B = rng.normal(size=K), rng.normal(size=K), 2 * rng.normal(size=K)
+    if case == "ties":
+        V, A, B = np.round(V, 1), np.round(A, 1), np.round(B, 1)
+    if case == "flat_a":
+        A = np.full(K, 0.3)
+    cols = np.arange(K) if case != "masked" else np.flatnonzero(rng.random(K) < 0.7)
+    if case == "masked":
+        V[rng.random(K) < 0.3] = -np.inf
+    f = F[link]
+    M0, arg0, m0 = front_step(V, A, B, f, cols)  # BLOCK = 1024: unpruned at K = 1,500
+    monkeypatch.setattr(dm, "BLOCK", 16)
+    M, arg, m = front_step(V, A, B, f, cols)
+    assert m == m0 >= 3
+    tot = V[:, None] + f(A[None, cols] + B[:, None])  # every item, every column
+    np.testing.assert_array_equal(M[cols], tot.max(axis=0))
+    np.testing.assert_array_equal(arg, arg0)
+    np.testing.assert_array_equal(M, M0)
+
+
 @pytest.mark.parametrize("link", ["logistic", "exp"])
 def test_distinct_equals_the_dense_search(link):
     rng = np.random.default_rng(7)
