@@ -51,3 +51,15 @@ def table(rows: list[dict]) -> str:
             + " |"
         )
     return "\n".join(out)
+
+
+def parse(ap, argv=None, **quick):
+    """``ap.parse_args(argv)`` with a ``--quick`` flag (what ``bayesrank bench --quick``
+    passes): it switches the defaults to ``quick``; flags given explicitly still win."""
+    small = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in quick.items())
+    ap.add_argument("--quick", action="store_true", help=f"small scale ({small})")
+    args = ap.parse_args(argv)
+    if args.quick:
+        ap.set_defaults(**quick)
+        args = ap.parse_args(argv)
+    return args

@@ -41,7 +41,7 @@ jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bayesrank as br  # noqa: E402
-from _common import machine  # noqa: E402
+from _common import machine, parse  # noqa: E402
 from bayesrank.decode_bound import ucb_backward  # noqa: E402
 from bayesrank.links import get_link  # noqa: E402
 from bayesrank.policies import decoder  # noqa: E402
@@ -168,7 +168,7 @@ def main(argv=None):
                     help="largest K for the early-round RankUCB rows (its pruning is "
                     "weak: the time grows about as K^2)")
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args(argv)
+    args = parse(ap, argv, K=[1000, 3000], repeat=3)
     print(machine())
     print(f"L = {L}, d = {D}, FAST_K = {decoder.FAST_K}, median select time")
     rows = run(args.K, args.repeat, args.repeat_large, args.early_max_K)

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import machine, table, timeit  # noqa: E402
+from _common import machine, parse, table, timeit  # noqa: E402
 
 
 def _data(key, n: int, L: int, p: int):
@@ -46,7 +46,7 @@ def main(argv=None) -> None:
     ap.add_argument("--at", type=int, nargs="+", default=[200, 1000])
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--x64", action="store_true")
-    args = ap.parse_args(argv)
+    args = parse(ap, argv, repeat=3, at=[200])
     if args.x64:
         jax.config.update("jax_enable_x64", True)
 

@@ -20,11 +20,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import parse  # noqa: E402
 
 
 def _synthetic(key, rounds: int, L: int, d: int):
@@ -58,7 +63,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--mcmc-warmup", type=int, default=200)
     ap.add_argument("--x64", action="store_true")
     ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
+    args = parse(ap, argv, rounds=100, runs=2, mcmc_rounds=2, mcmc_warmup=50)
     if args.x64:
         jax.config.update("jax_enable_x64", True)
 

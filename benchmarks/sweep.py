@@ -12,10 +12,15 @@ Dask workers share it.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import jax
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import parse  # noqa: E402
 
 
 def grid_config(cells: int, T: int, runs: int, batch_cells: int, seed: int) -> dict:
@@ -54,7 +59,7 @@ def main(argv=None) -> None:
     p.add_argument("--T", type=int, default=500)
     p.add_argument("--runs", type=int, default=4)
     p.add_argument("--batch-cells", type=int, default=6)
-    args = p.parse_args(argv)
+    args = parse(p, argv, cells=4, T=100, runs=2, batch_cells=2)
     jax.config.update("jax_enable_x64", True)
     print(
         f"grid: {args.cells} conjugate cells, T={args.T}, runs={args.runs}, "

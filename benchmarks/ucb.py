@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import parse  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -123,7 +128,7 @@ def main(argv=None) -> None:
     ap.add_argument("--d", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=300)
     ap.add_argument("--json", default=None, help="also write the results here")
-    args = ap.parse_args(argv)
+    args = parse(ap, argv, K=[100], rounds=50)
     rows = run(args.K, args.L, args.d, args.rounds)
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, float64")
     print(table(rows))

@@ -4,6 +4,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,6 +201,23 @@ def test_bench_decode_quick():
     res = run_cli("bench", "decode", "--quick")
     assert res.returncode == 0, res.stderr[-2000:]
     assert "networkx" in res.stdout
+
+
+BENCHES = sorted(
+    p.stem for p in (Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py")
+    if not p.stem.startswith("_") and p.stem != "decode"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BENCHES)
+def test_every_benchmark_runs_at_quick_scale(name):
+    """``bayesrank bench NAME --quick`` runs each script to the end (the scripts are
+    not imported by the library, so an API change can break them silently)."""
+    res = run_cli("bench", name, "--quick")
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout.split(f"## benchmarks/{name}.py", 1)
+    assert len(out) == 2 and len(out[1].strip().splitlines()) >= 3  # it printed results
 
 
 @pytest.mark.parametrize("case", ["out is a file", "config not UTF-8", "config missing",
