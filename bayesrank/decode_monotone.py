@@ -152,6 +152,13 @@ def pareto_front(V, B) -> np.ndarray:
     return order[v > before]
 
 
+def _step_start(V, A, B, cols):
+    """The columns (all by default), M = -inf, arg = 0 and the Pareto front of a step."""
+    K = A.shape[0]
+    cols = np.arange(K) if cols is None else cols
+    return cols, np.full(K, -np.inf), np.zeros(K, np.int64), pareto_front(V, B)
+
+
 def _drop_dominated_by_pivots(V, B, idx):
     """``idx`` less the items that a few pivot items dominate (exact, a prefilter).
 
@@ -192,11 +199,7 @@ def front_step(V, A, B, f, cols=None):
     Returns:
         M: (K,); arg: (K,) int64 maximiser (0 where M = -inf); m: the front size.
     """
-    K = A.shape[0]
-    cols = np.arange(K) if cols is None else cols
-    M = np.full(K, -np.inf)
-    arg = np.zeros(K, np.int64)
-    front = pareto_front(V, B)
+    cols, M, arg, front = _step_start(V, A, B, cols)
     if front.size == 0 or cols.size == 0:
         return M, arg, int(front.size)
     a = A[cols]
@@ -277,11 +280,7 @@ def exp_step(V, A, B, cols=None):
     Returns:
         M: (K,); arg: (K,) int64; h: the hull size.
     """
-    K = A.shape[0]
-    cols = np.arange(K) if cols is None else cols
-    M = np.full(K, -np.inf)
-    arg = np.zeros(K, np.int64)
-    front = pareto_front(V, B)
+    cols, M, arg, front = _step_start(V, A, B, cols)
     if front.size == 0 or cols.size == 0:
         return M, arg, int(front.size)
     lines = front[::-1]  # slope ascending, intercept descending

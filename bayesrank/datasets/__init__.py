@@ -10,12 +10,4 @@ from bayesrank.datasets.obd import (
     obd_position_clicks,
 )
 
-__all__ = [
-    "CAMPAIGNS",
-    "PositionClicks",
-    "obd_feature_names",
-    "obd_item_ids",
-    "obd_items",
-    "obd_log_summary",
-    "obd_position_clicks",
-]
+from bayesrank.datasets.obd import __all__  # noqa: E402,F401  (the same public names)

@@ -92,7 +92,7 @@ def infer_link(model: Callable, theta_site: str, p: int) -> tuple[str, str]:
     try:
         mean = np.asarray(site["fn"].mean, float)
     except (NotImplementedError, AttributeError):
-        mean = None
+        mean = None  # no analytic mean (NumPyro raises): no link matches, the error below
     if mean is not None and mean.shape == eta.shape:
         for link in ("identity", "logistic", "probit", "exp"):
             target = np.asarray(jax.device_get(LINKS[link].mean(eta)), float)
