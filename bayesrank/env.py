@@ -46,7 +46,7 @@ def check_lists(lists, K: int, L: int, name: str = "items") -> None:
         raise ValueError(
             f"{name}: expected shape (L,) or (n, L) with L={L}, got {arr.shape}"
         )
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+    if arr.size and arr.dtype.kind not in "iu":
         raise TypeError(f"{name}: expected integer item indices, got dtype {arr.dtype}")
     if arr.size and (arr.min() < 0 or arr.max() >= K):
         raise ValueError(

@@ -88,7 +88,7 @@ def check_rewards(rewards, shape, model) -> np.ndarray:
             f"rewards: expected shape {shape} (one reward per shown item), got "
             f"{r.shape}"
         )
-    if np.any(np.isinf(r)):
+    if np.isinf(r).any():
         raise ValueError(
             "rewards: expected finite rewards (NaN marks an unobserved position), "
             "found inf"
@@ -127,6 +127,26 @@ def model_from_config(cfg: dict, override=None):
     return cls.from_config(cfg["config"])
 
 
+def _changed(new, old) -> list:
+    """The leaves of ``new`` with None where a leaf is ``old``'s, unchanged (traced).
+
+    A jitted function that returns an input unchanged still copies it; the class's
+    select returns only what the step changed (for a closed-form posterior, nothing
+    but the selection; the item vectors, (K, d), never) and :func:`_merge` puts the
+    state back together.
+    """
+    olds = jax.tree_util.tree_leaves(old)
+    return [None if a is b else a for a, b in zip(jax.tree_util.tree_leaves(new), olds)]
+
+
+def _merge(changed: list, old):
+    """``old``'s pytree with the leaves that :func:`_changed` returned."""
+    leaves, treedef = jax.tree_util.tree_flatten(old)
+    return treedef.unflatten(
+        [b if a is None else a for a, b in zip(changed, leaves, strict=True)]
+    )
+
+
 class Policy:
     """Holds a functional core and one state; subclasses are short constructors.
 
@@ -151,6 +171,7 @@ class Policy:
         self._core = core
         self.seed = int(seed)
         self.key = jax.random.key(self.seed)
+        self._pending = None
         self.state = core.init()
         self.t = 0
         self._last = None
@@ -158,7 +179,21 @@ class Policy:
         self._default_ctx()
 
         def select_t(key, t, state, ctx):
-            return core.select(jax.random.fold_in(key, t), state, ctx)
+            new, sel = core.select(jax.random.fold_in(key, t), state, ctx)
+            return _changed(new, state), sel, t + 1
+
+        def update_select_t(key, t, state, ctx, pending):
+            # A single-list update that arrived since the last select is applied
+            # here, in the same compiled call (one dispatch per round, not two).
+            lists, rewards, v0u = pending
+            new = core.update(state, lists, rewards, Context(v0u, None))
+            # Update, then select: XLA on CPU would otherwise interleave the two on
+            # its thread pool (150 us fused in turn against 200 us interleaved at
+            # K = 100, 2 cores). Items and flags pass outside (never copied).
+            model, est, key = jax.lax.optimization_barrier((new.model, new.est, key))
+            new = new._replace(model=model, est=est)
+            new, sel = core.select(jax.random.fold_in(key, t), new, ctx)
+            return _changed(new, state), sel, t + 1
 
         def batch_t(key, t, state, ctxs):
             return core.select_batch(jax.random.fold_in(key, t), state, ctxs)
@@ -178,6 +213,7 @@ class Policy:
             return tabs.first(params, items, rest, v0), tabs.dense(rest)
 
         self._select = jax.jit(select_t)
+        self._update_select = jax.jit(update_select_t)
         self._select_batch = jax.jit(batch_t)
         self._update = jax.jit(core.update)
         self._update_many = jax.jit(update_many)
@@ -185,10 +221,42 @@ class Policy:
 
     def _default_ctx(self) -> None:
         """The constructor's v0 and mask as device arrays, padded to the capacity."""
-        Kc, d = self.state.items.shape
+        Kc, d = self._state.items.shape
         m = np.zeros(Kc, bool)
         m[: self.K] = True if self.mask is None else self.mask
         self._ctx = Context(jnp.asarray(self.v0), jnp.asarray(m))
+
+    @property
+    def t(self) -> int:
+        """The round counter: round t selects with the key ``fold_in(key, t)``."""
+        return self._t
+
+    @t.setter
+    def t(self, value) -> None:
+        self._t = int(value)
+        self._t_dev = None  # the device copy select passes; rebuilt on demand
+
+    # ------------------------------------------------------------------ the state
+    @property
+    def state(self):
+        """The core's state (a NamedTuple of arrays), current with every update.
+
+        A single-list :meth:`update` is checked and recorded at once, and its
+        arithmetic runs inside the next :meth:`select`'s compiled call; reading
+        ``state`` (or anything built on it) applies it first.
+        """
+        if self._pending is not None:
+            lists, rewards, v0u = self._pending
+            self._pending = None
+            self._state = self._update(
+                self._state, lists, rewards, self._ctx._replace(v0=v0u)
+            )
+        return self._state
+
+    @state.setter
+    def state(self, value) -> None:
+        self._pending = None
+        self._state = value
 
     # ----------------------------------------------------------------- functional view
     @property
@@ -208,7 +276,7 @@ class Policy:
         return ctx
 
     def _pad_mask(self, m):
-        Kc = self.state.items.shape[0]
+        Kc = self._state.items.shape[0]
         if Kc == self.K:
             return jnp.asarray(m)
         pad = np.zeros(m.shape[:-1] + (Kc - self.K,), bool)
@@ -224,11 +292,21 @@ class Policy:
                 constructor's mask (or every item).
         """
         ctx = self.context(v0, mask)
-        state, sel = self._select(self.key, self.t, self.state, ctx)
-        self.state = state
+        t_dev = self._t_dev if self._t_dev is not None else jnp.asarray(self._t)
+        old = self._state
+        if self._pending is None:
+            out, sel, t_next = self._select(self.key, t_dev, old, ctx)
+        else:
+            out, sel, t_next = self._update_select(
+                self.key, t_dev, old, ctx, self._pending
+            )
+        self.state = old if not any(x is not None for x in out) else _merge(out, old)
         self._last, self._last_v0 = sel, ctx.v0
-        self.t += 1
-        return np.asarray(sel.items)
+        items = np.asarray(sel.items)
+        self._last_items = (items, sel.items)  # host and device copies
+        self._t += 1
+        self._t_dev = t_next
+        return items
 
     def select_batch(self, v0=None, mask=None, *, n=None) -> np.ndarray:
         """Lists for B requests at once: (B, L) int array.
@@ -296,8 +374,11 @@ class Policy:
         r = check_rewards(rewards, items_a.shape, self.model)
         d = self.items.shape[1]
         batch = items_a.ndim == 2
+        if not batch:
+            self._queue(items_a, r, v0)
+            return
         if v0 is None:
-            v0s = np.broadcast_to(np.asarray(self.v0), items_a.shape[:-1] + (d,))
+            v0s = np.broadcast_to(self.v0, items_a.shape[:-1] + (d,))
         elif batch and np.ndim(v0) == 1:
             v0s = np.broadcast_to(check_v0(v0, d), (items_a.shape[0], d))
         else:
@@ -311,12 +392,26 @@ class Policy:
         # conversion dispatched per call).
         it = items_a.astype(np.int32, copy=False)
         v0s = np.asarray(v0s, self._ctx.v0.dtype)
-        if not batch:
-            self.state = self._update(self.state, it, r, self._ctx._replace(v0=v0s))
+        self.state = self._update_many(self.state, it, r, v0s)
+        self._record(it, r, v0s)
+
+    def _queue(self, items, r, v0) -> None:
+        """One checked list: recorded now, its arithmetic applied by the next
+        select's compiled call (or when the state is read). A second update first
+        applies the one before it, so order is kept."""
+        if v0 is None:
+            v0_host, v0_dev = self.v0, self._ctx.v0
         else:
-            self.state = self._update_many(self.state, it, r, v0s)
-        self._record(items_a.reshape(-1, self.L), r.reshape(-1, self.L),
-                     v0s.reshape(-1, d))
+            v0_host = check_v0(v0, self.items.shape[1])
+            v0_dev = v0_host.astype(self._ctx.v0.dtype, copy=False)
+        last = getattr(self, "_last_items", None)
+        if last is not None and np.array_equal(items, last[0]):
+            it = last[1]  # the list just selected: already on the device
+        else:
+            it = np.array(items, np.int32)  # a copy: the caller may reuse theirs
+        self.state  # noqa: B018  (applies an update still pending)
+        self._pending = (it, r.astype(self._ctx.v0.dtype), v0_dev)
+        self._history.append_one(items, r, v0_host)
 
     def _record(self, items, rewards, v0s) -> None:
         """Keep the impressions on the host (for diagnostics), bounded."""

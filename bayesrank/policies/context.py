@@ -25,9 +25,7 @@ class Context(NamedTuple):
 def _real_array(x, name: str) -> np.ndarray:
     """``x`` as a float64 array, refusing complex, object, string and bool data."""
     arr = np.asarray(x)
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
+    if arr.dtype.kind not in "iuf":  # ints and floats; not bool, complex, object, str
         raise TypeError(
             f"{name}: expected real numbers (an int or float array), got dtype "
             f"{arr.dtype}"

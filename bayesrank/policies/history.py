@@ -79,6 +79,18 @@ class History:
         self._items[idx], self._rewards[idx], self._v0[idx] = items, rewards, v0s
         self._w += n
 
+    def append_one(self, items, rewards, v0) -> None:
+        """Add one row: items (L,), rewards (L,), v0 (d,) (the per-round path)."""
+        self.seen += 1
+        cap = self.capacity
+        if cap == 0:
+            return
+        if self._w < cap and self._w >= self._items.shape[0]:
+            self._grow(self._w + 1)
+        i = self._w % cap
+        self._items[i], self._rewards[i], self._v0[i] = items, rewards, v0
+        self._w += 1
+
     def arrays(self):
         """The kept rows, oldest first: items (m, L), rewards (m, L), v0 (m, d)."""
         m = len(self)

@@ -86,10 +86,10 @@ def check_reward_support(y, support: str, name: str = "rewards") -> None:
     if isinstance(y, jax.core.Tracer):
         return
     arr = np.asarray(y)
-    if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
+    if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name}: expected numeric rewards, got dtype {arr.dtype}")
-    arr = arr.astype(float)
-    if not np.all(np.isfinite(arr)):
+    arr = arr.astype(float, copy=False)
+    if not np.isfinite(arr).all():
         raise ValueError(f"{name}: expected finite rewards, found NaN or inf")
     if support == "binary" and not np.all((arr == 0) | (arr == 1)):
         raise ValueError(f"{name}: a Bernoulli likelihood needs rewards in {{0, 1}}")

@@ -507,11 +507,7 @@ class GaussianLinear(_ConjugateLinear):
         Returns:
             theta (L, p), and the state unchanged.
         """
-        keys = jax.random.split(key, state.b.shape[0])
-        theta = jax.vmap(linalg.sample_from_precision)(
-            keys, self.mean(state), state.chol
-        )
-        return theta, state
+        return linalg.sample_per_position(key, self.mean(state), state.chol), state
 
     def draw_batch(self, key, state: GaussianState, n: int) -> jax.Array:
         """n independent draws of theta at once: (n, L, p) (a batch of requests)."""
@@ -693,9 +689,8 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         k_var, k_theta = jax.random.split(key)
         shape, rate = self.noise_posterior(state)
         sigma2 = rate / jax.random.gamma(k_var, shape, (L,), state.b.dtype)
-        keys = jax.random.split(k_theta, L)
-        theta = jax.vmap(linalg.sample_from_precision)(
-            keys, self.mean(state), state.chol, jnp.sqrt(sigma2)
+        theta = linalg.sample_per_position(
+            k_theta, self.mean(state), state.chol, jnp.sqrt(sigma2)
         )
         return theta, state
 

@@ -355,9 +355,7 @@ class LaplaceGLM:
         """
         if self._exact is not None:
             return self._exact.draw(key, state)
-        keys = jax.random.split(key, state.theta.shape[0])
-        theta = jax.vmap(linalg.sample_from_precision)(keys, state.theta, state.chol)
-        return theta, state
+        return linalg.sample_per_position(key, state.theta, state.chol), state
 
     def draw_batch(self, key, state, n: int) -> jax.Array:
         """n independent draws from N(MAP, H^{-1}) at once: (n, L, p)."""
