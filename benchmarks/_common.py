@@ -39,6 +39,27 @@ def timeit(fn, *, repeat: int = 50, warmup: int = 3) -> float:
     return float(np.median(times))
 
 
+def interleaved(fns: dict, *, rounds: int = 15, number: int = 100,
+                warmup: int = 100) -> dict:
+    """Median seconds per call of each ``fns[name]()``, timed in turns.
+
+    Each round times ``number`` calls of every function, one function after the
+    other, so that a slow spell of a shared machine falls on all of them alike and
+    the ratios stay fair. Returns ``{name: seconds}``.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append((time.perf_counter() - t0) / number)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
 def table(rows: list[dict]) -> str:
     cols = list(rows[0])
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import machine, table, timeit  # noqa: E402
+from _common import interleaved, machine, table, timeit  # noqa: E402
 
 import bayesrank as br  # noqa: E402
 from bayesrank.policies.context import Context  # noqa: E402
@@ -132,10 +132,9 @@ def round_rows(repeat: int) -> list[dict]:
         it = ref.select()
         ref.update(it, r)
 
-    t_np = timeit(npy, repeat=repeat)
-    t_core = timeit(cor, repeat=repeat)
-    t_fused = timeit(fused, repeat=repeat)
-    t_cls = timeit(cls, repeat=repeat)
+    t = interleaved({"np": npy, "core": cor, "fused": fused, "cls": cls},
+                    rounds=max(3, repeat // 10))
+    t_np, t_core, t_fused, t_cls = t["np"], t["core"], t["fused"], t["cls"]
     return [
         {"path": "plain NumPy round (reference)", "us": 1e6 * t_np, "ratio": 1.0},
         {"path": "jitted core: select, then update (two calls)", "us": 1e6 * t_core,

@@ -88,14 +88,20 @@ def check_rewards(rewards, shape, model) -> np.ndarray:
             f"rewards: expected shape {shape} (one reward per shown item), got "
             f"{r.shape}"
         )
-    if np.isinf(r).any():
-        raise ValueError(
-            "rewards: expected finite rewards (NaN marks an unobserved position), "
-            "found inf"
-        )
+    seen = np.isfinite(r)
+    observed = r
+    if not seen.all():
+        if np.isinf(r).any():
+            raise ValueError(
+                "rewards: expected finite rewards (NaN marks an unobserved position), "
+                "found inf"
+            )
+        observed = r[seen]
     check = getattr(model, "check_rewards", None)
-    observed = r[np.isfinite(r)]
-    if check is not None and observed.size:
+    # real-valued likelihoods ask for finite rewards only: checked above
+    if check is not None and observed.size and getattr(
+        model, "reward_support", None
+    ) != "real":
         check(observed)
     return r
 
@@ -127,24 +133,27 @@ def model_from_config(cfg: dict, override=None):
     return cls.from_config(cfg["config"])
 
 
-def _changed(new, old) -> list:
-    """The leaves of ``new`` with None where a leaf is ``old``'s, unchanged (traced).
+def _changed(new, old) -> tuple:
+    """``new``'s fields (a NamedTuple state, traced), None for a field whose leaves
+    are all ``old``'s, unchanged.
 
     A jitted function that returns an input unchanged still copies it; the class's
     select returns only what the step changed (for a closed-form posterior, nothing
     but the selection; the item vectors, (K, d), never) and :func:`_merge` puts the
     state back together.
     """
-    olds = jax.tree_util.tree_leaves(old)
-    return [None if a is b else a for a, b in zip(jax.tree_util.tree_leaves(new), olds)]
-
-
-def _merge(changed: list, old):
-    """``old``'s pytree with the leaves that :func:`_changed` returned."""
-    leaves, treedef = jax.tree_util.tree_flatten(old)
-    return treedef.unflatten(
-        [b if a is None else a for a, b in zip(changed, leaves, strict=True)]
+    leaves = jax.tree_util.tree_leaves
+    return tuple(
+        None if all(a is b for a, b in zip(leaves(n), leaves(o))) else n
+        for n, o in zip(new, old)
     )
+
+
+def _merge(changed: tuple, old):
+    """``old`` with the fields that :func:`_changed` returned."""
+    if all(c is None for c in changed):
+        return old
+    return type(old)(*(o if c is None else c for c, o in zip(changed, old)))
 
 
 class Policy:
@@ -300,7 +309,7 @@ class Policy:
             out, sel, t_next = self._update_select(
                 self.key, t_dev, old, ctx, self._pending
             )
-        self.state = old if not any(x is not None for x in out) else _merge(out, old)
+        self.state = _merge(out, old)
         self._last, self._last_v0 = sel, ctx.v0
         items = np.asarray(sel.items)
         self._last_items = (items, sel.items)  # host and device copies
@@ -405,7 +414,7 @@ class Policy:
             v0_host = check_v0(v0, self.items.shape[1])
             v0_dev = v0_host.astype(self._ctx.v0.dtype, copy=False)
         last = getattr(self, "_last_items", None)
-        if last is not None and np.array_equal(items, last[0]):
+        if last is not None and (items == last[0]).all():
             it = last[1]  # the list just selected: already on the device
         else:
             it = np.array(items, np.int32)  # a copy: the caller may reuse theirs

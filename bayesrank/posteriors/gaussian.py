@@ -244,6 +244,7 @@ class _ConjugateLinear:
     """Prior handling, shape guards and host-side helpers shared by both models."""
 
     link = get_link("identity")
+    reward_support = "real"  # any finite reward
     vmappable = True
 
     def __init__(self, prior_mean, prior_scale, discount=1.0):
