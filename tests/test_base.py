@@ -1,0 +1,66 @@
+"""The friendly class (:mod:`bayesrank.policies.base`) over a policy's core: an
+update applied inside the next select is the core's own update, and select hands
+back only the state it changed. The reference is the jitted functional core."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import bayesrank as br
+from test_policies_core import _policies
+
+
+@pytest.fixture(scope="module")
+def env():
+    return br.RankingEnv.paper(seed=3, K=6, L=3, d=3, w_max=3.0)
+
+
+@pytest.mark.parametrize("name", ["ts", "ucb_logistic", "gen", "window_s3", "base_ts"])
+def test_an_update_applied_at_the_next_select_is_the_cores_update(env, name):
+    """A single-list update runs inside the next select's compiled call, yet the
+    state read at any time, and the lists selected, are those of the core's own
+    update then select. The caller's arrays are copied: changing them after update
+    changes nothing, and a refused update leaves the accepted one in place."""
+    pol, twin = _policies(env)[name](), _policies(env)[name]()
+    select, update = jax.jit(twin.core.select), jax.jit(twin.core.update)
+    state, key = twin.core.init(), jax.random.key(twin.seed)
+    ctx = pol.context()
+    rng = np.random.default_rng(4)
+    for t in range(8):
+        state, sel = select(jax.random.fold_in(key, t), state, ctx)
+        a = np.array(pol.select())  # a writable copy
+        np.testing.assert_array_equal(a, np.asarray(sel.items))
+        r = rng.normal(size=env.L)
+        if t % 2:  # a list other than the one just selected
+            a = rng.integers(0, env.K, env.L)
+        state = update(state, jnp.asarray(a, jnp.int32), jnp.asarray(r), ctx)
+        pol.update(a, r)
+        if t == 3:  # two updates before the next select: applied in order
+            b = rng.integers(0, env.K, env.L)
+            state = update(state, jnp.asarray(b, jnp.int32), jnp.asarray(-r), ctx)
+            pol.update(b, -r)
+        a[:] = 0  # the caller reuses their arrays
+        r[:] = 1e3
+        with pytest.raises(ValueError, match="rewards: expected finite"):
+            pol.update(a, np.full(env.L, np.inf))
+        if t == 5:  # read while an update waits: the core's state
+            for x, y in zip(jax.tree_util.tree_leaves(pol.state),
+                            jax.tree_util.tree_leaves(state)):
+                np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    for x, y in zip(jax.tree_util.tree_leaves(pol.state), jax.tree_util.tree_leaves(state)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert len(pol.history()[0]) == 9
+
+
+def test_select_returns_only_the_state_it_changed(env):
+    """The class's compiled select does not hand back (copies of) unchanged state:
+    the item vectors stay the very same array across select and update."""
+    pol = _policies(env)["ts"]()
+    items = pol.state.items
+    for _ in range(3):
+        pol.update(pol.select(), np.zeros(env.L))
+    pol.select()
+    assert pol.state.items is items

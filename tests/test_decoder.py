@@ -1,0 +1,77 @@
+"""The decoder dispatcher (:mod:`bayesrank.policies.decoder`): every route (separable,
+dense, the catalogue-scale fast paths, distinct, masks) returns a list whose value
+under the part's own tables is the best one found by brute force over every list."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bayesrank.links import get_link
+from bayesrank.policies.bonus import UCBParams, UCBTables
+from bayesrank.policies.decoder import decode_tables, use_fast
+from bayesrank.policies.tables import LinearTables
+
+K, L, D = 6, 3, 3
+
+
+def _brute(first, pairs, mask, distinct):
+    best = -np.inf
+    for lst in itertools.product(np.flatnonzero(mask), repeat=L):
+        if distinct and len(set(lst)) < L:
+            continue
+        v = first[lst[0]] + sum(pairs[l - 1, lst[l - 1], lst[l]] for l in range(1, L))
+        best = max(best, v)
+    return best
+
+
+def _part(kind, rng):
+    items = jnp.asarray(rng.normal(size=(K, D)))
+    w = rng.normal(size=L)
+    theta = jnp.asarray(rng.normal(size=(L, D)))
+    if kind == "bonus":
+        X = rng.normal(size=(L, 8, D))
+        chol = np.linalg.cholesky(np.eye(D) + np.einsum("lnp,lnq->lpq", X, X))
+        params = UCBParams(theta, jnp.asarray(rng.uniform(0.5, 2.0, L)),
+                           jnp.asarray(chol))
+        return UCBTables(w, get_link("logistic")), params, items
+    link = "identity" if kind == "separable" else "logistic"
+    return LinearTables(w, get_link(link)), theta, items
+
+
+@pytest.mark.parametrize("distinct", [False, True])
+@pytest.mark.parametrize("method", ["dense", "fast"])
+@pytest.mark.parametrize("kind", ["separable", "monotone", "bonus"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_route_finds_the_best_list(kind, method, distinct, seed):
+    rng = np.random.default_rng(seed)
+    part, params, items = _part(kind, rng)
+    v0 = jnp.asarray(rng.normal(size=D))
+    mask = rng.random(K) < 0.8
+    mask[:L] = True
+    rest = part.rest(params, items)
+    first = part.first(params, items, rest, v0)
+    lst, value = decode_tables(part, first, rest, jnp.asarray(mask), distinct=distinct,
+                               method=method)
+    lst = np.asarray(lst)
+    f, pairs = np.asarray(first), np.asarray(part.dense(rest))
+    best = _brute(f, pairs, mask, distinct)
+    assert mask[lst].all()
+    if distinct:
+        assert len(set(lst.tolist())) == L
+    got = f[lst[0]] + sum(pairs[l - 1, lst[l - 1], lst[l]] for l in range(1, L))
+    np.testing.assert_allclose(got, best, rtol=1e-5)
+    np.testing.assert_allclose(float(value), best, rtol=1e-5)
+
+
+def test_use_fast_routes_by_kind_size_and_method():
+    mono = LinearTables(np.zeros(L), get_link("logistic"))
+    sep = LinearTables(np.zeros(L), get_link("identity"))
+    assert not use_fast(mono, 100) and use_fast(mono, 10**6)
+    assert use_fast(mono, 10, "fast") and not use_fast(mono, 10**6, "dense")
+    assert not use_fast(sep, 10**6, "fast")  # the separable path is O(L K) already
+    with pytest.raises(ValueError, match="method: expected one of"):
+        use_fast(mono, 10, "quick")
