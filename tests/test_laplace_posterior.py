@@ -303,11 +303,11 @@ def test_numpy_scalar_hyperparameters_are_accepted(value):
 def test_bad_update_shapes_raise_and_leave_state():
     model = LaplaceGLM(n_max=4)
     state = model.init(L, P)
-    with pytest.raises(ValueError, match="x"):
+    with pytest.raises(ValueError, match=r"x: expected shape \(L, p\)"):
         model.update(state, np.ones((L, P + 1)), np.ones(L))
-    with pytest.raises(ValueError, match="y"):
+    with pytest.raises(ValueError, match=r"y: expected shape \(L,\)"):
         model.update(state, np.ones((L, P)), np.ones(L + 1))
-    with pytest.raises(ValueError, match="valid"):
+    with pytest.raises(ValueError, match=r"valid: expected a \(L,\)"):
         model.update(state, np.ones((L, P)), np.ones(L), np.ones(L + 1, bool))
     with pytest.raises(ValueError, match="position"):
         model.to_datatree(state, L, key=jax.random.key(0))
