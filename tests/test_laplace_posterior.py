@@ -71,6 +71,33 @@ def test_logistic_map_equals_sklearn(s0):
         assert _rel(model.mean(state)[pos], ref.coef_[0]) < 1e-6
 
 
+@pytest.mark.parametrize("link", ["logistic", "exp"])
+def test_newton_from_a_stale_hessian_reaches_the_sklearn_map(link):
+    """``newton_map`` started at 0 with the prior's Hessian as its first factor (as
+    stale as it gets) reaches scikit-learn's MAP, and started at that MAP it takes no
+    step at all (the stopping rule reads the next step from the last factor)."""
+    from bayesrank.posteriors.laplace import newton_map
+
+    X, Y = _data(link, n=80, seed=3)
+    x, y, s0 = X[:, 0], Y[:, 0], 0.8
+    lam = 1 / s0**2
+    mask = np.ones(len(y), bool)
+    theta, chol, it = newton_map(link, lam, jnp.asarray(x), jnp.asarray(y), mask,
+                                 jnp.zeros(P), 1e-12, 50, chol0=np.sqrt(lam) * np.eye(P))
+    if link == "logistic":
+        ref = LogisticRegression(C=s0**2, fit_intercept=False, tol=1e-12, max_iter=10000,
+                                 solver="newton-cholesky").fit(x, y).coef_[0]
+    else:
+        ref = PoissonRegressor(alpha=lam / len(y), fit_intercept=False, tol=1e-12,
+                               max_iter=10000).fit(x, y).coef_
+    assert 1 < int(it) < 50 and _rel(theta, ref) < 1e-6
+    hess = jax.hessian(_neg_log_post)(theta, jnp.asarray(x), jnp.asarray(y), link, s0)
+    np.testing.assert_allclose(np.asarray(chol @ chol.T), np.asarray(hess), rtol=1e-8)
+    again = newton_map(link, lam, jnp.asarray(x), jnp.asarray(y), mask, theta, 1e-12, 50)
+    assert int(again[2]) == 0
+    np.testing.assert_array_equal(np.asarray(again[0]), np.asarray(theta))
+
+
 @pytest.mark.parametrize("s0", [0.5, 1.5])
 def test_poisson_map_equals_sklearn(s0):
     X, Y = _data("exp")
