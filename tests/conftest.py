@@ -17,3 +17,20 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
+
+
+#: The test files that take longest on a cold cache, longest first (measured with
+#: ``--durations``). pytest-xdist hands out whole files (``--dist loadfile``) in
+#: collection order; starting with the long ones keeps a long file from starting
+#: last and leaving the other worker idle at the end.
+LONGEST_FIRST = [
+    "test_notebooks.py", "test_calibration_cli.py", "test_cli.py",
+    "test_nuts_posterior.py", "test_simulate.py", "test_ucb.py", "test_study_obd.py",
+    "test_sensitivity.py", "test_laplace_posterior.py", "test_glm_ucb.py",
+    "test_calibration_sbc.py", "test_calibration_study.py",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

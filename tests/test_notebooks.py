@@ -88,7 +88,18 @@ def test_committed_without_outputs(path):
     assert "QUICK" in src, f"{path.name}: the parameters cell must set QUICK"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+#: Notebooks whose quick scale takes about a minute on a cold cache (the paper's
+#: study, NUTS on a user model): run with ``-m slow``. What they call is tested
+#: elsewhere in the default suite (``test_cli``'s reproduce parts, the NUTS tests).
+SLOW_NOTEBOOKS = {"02_custom_numpyro_model", "03_reproducing_the_paper"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_NOTEBOOKS else p
+     for p in NOTEBOOKS],
+    ids=lambda p: p.stem,
+)
 def test_notebook_runs(path, kernel_dir):
     nb = nbformat.read(path, as_version=4)
     i = _parameter_index(nb)
