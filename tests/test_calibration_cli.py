@@ -15,6 +15,12 @@ from bayesrank.calibration import registry
 ALPHA = 0.01
 
 
+#: The quick study through the command line takes about 85 s on a cold cache: the
+#: tests that read it run with ``-m slow``; ``test_calibration_study`` runs a tiny
+#: study through the same ``run_study`` and report in the default suite.
+slow = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("calibrate")
@@ -22,6 +28,7 @@ def quick(tmp_path_factory):
     return out, xr.open_datatree(out / "calibration.nc", engine="h5netcdf")
 
 
+@slow
 def test_p_value_over_the_named_models(quick):
     _, dt = quick
     names = list(dt["model"].values)
@@ -34,6 +41,7 @@ def test_p_value_over_the_named_models(quick):
     assert np.all((dt["p_value"] > 0) & (dt["p_value"] <= 1))
 
 
+@slow
 def test_exact_models_pass_and_the_negative_control_is_flagged(quick):
     _, dt = quick
     p = dt["p_value"]
@@ -43,6 +51,7 @@ def test_exact_models_pass_and_the_negative_control_is_flagged(quick):
     assert not bool(dt["passed"].sel(model="negative_control"))
 
 
+@slow
 def test_every_model_node_holds_its_ranks_and_settings(quick):
     _, dt = quick
     s = registry.QUICK
@@ -65,6 +74,7 @@ def test_every_model_node_holds_its_ranks_and_settings(quick):
     assert dt.attrs["N"] == s.n_sims and "Bonferroni" in dt.attrs["test"]
 
 
+@slow
 def test_report_states_the_inloop_verdict_and_links_the_figures(quick):
     out, dt = quick
     text = (out / "calibration.md").read_text()
@@ -82,3 +92,19 @@ def test_unknown_model_is_a_usage_error(tmp_path, capsys):
     assert exc.value.code == 2
     assert "models: unknown ['Nope']" in capsys.readouterr().err
     assert not (tmp_path / "calibration.nc").exists()
+
+
+def test_two_models_through_the_command_line(tmp_path):
+    """The default suite's end-to-end run: an exact model and the negative control
+    through ``bayesrank calibrate --quick --models``, report and figures included."""
+    assert cli.main(["calibrate", "--quick", "--out", str(tmp_path), "--models",
+                     "GaussianLinear", "negative_control"]) == 0
+    dt = xr.open_datatree(tmp_path / "calibration.nc", engine="h5netcdf")
+    assert list(dt["model"].values) == ["GaussianLinear", "negative_control"]
+    assert float(dt["p_value"].sel(model="GaussianLinear")) >= ALPHA
+    assert float(dt["p_value"].sel(model="negative_control")) < ALPHA
+    text = (tmp_path / "calibration.md").read_text()
+    for name in ("GaussianLinear", "negative_control"):
+        assert f"| {name} |" in text
+    for png in ("ecdf.png", "ranks.png"):
+        assert (tmp_path / png).stat().st_size > 5_000 and f"({png})" in text

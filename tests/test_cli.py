@@ -106,7 +106,9 @@ def tiny_scale(monkeypatch):
     monkeypatch.setitem(rep.SCALES, "quick", {"T": 60, "runs": 2})
 
 
-@pytest.mark.parametrize("part", ["figure1", "tightness"])
+# figure1 compiles four panels (about 50 s on a cold cache): -m slow; tightness stays.
+@pytest.mark.parametrize("part", [pytest.param("figure1", marks=pytest.mark.slow),
+                                  "tightness"])
 def test_reproduce_parts_write_their_files(part, tmp_path, tiny_scale):
     assert cli.main(["reproduce", part, "--quick", "--out", str(tmp_path)]) == 0
     report = (tmp_path / f"report_{part}.md").read_text()
