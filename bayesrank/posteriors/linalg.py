@@ -14,6 +14,8 @@ per observation, and answer every question the algorithms ask with triangular so
     chol_logdet(C)                 log det(P)                          O(d)
     chol_solve(C, b)               P^{-1} b                            O(d^2)
     sample_from_precision(k, m, C, scale)   a draw of N(m, scale^2 P^{-1})  O(d^2)
+    sample_per_position(k, M, Cs, scale)    one such draw per position (L, d)
+    sample_many_from_precision(k, M, Cs, n) n draws per position (n, L, d)
     mahalanobis_norms(C, X)        ||x_k||_{P^{-1}} for the rows of X  O(K d^2)
 
 All functions act on one matrix; batch them (positions, runs) with ``jax.vmap``. They
