@@ -381,18 +381,17 @@ class Policy:
         if items_a.ndim > 2:
             raise ValueError(f"items: expected shape (L,) or (n, L), got {items_a.shape}")
         r = check_rewards(rewards, items_a.shape, self.model)
-        d = self.items.shape[1]
-        batch = items_a.ndim == 2
-        if not batch:
+        if items_a.ndim == 1:
             self._queue(items_a, r, v0)
             return
+        n, d = items_a.shape[0], self.items.shape[1]
         if v0 is None:
-            v0s = np.broadcast_to(self.v0, items_a.shape[:-1] + (d,))
-        elif batch and np.ndim(v0) == 1:
-            v0s = np.broadcast_to(check_v0(v0, d), (items_a.shape[0], d))
+            v0s = np.broadcast_to(self.v0, (n, d))
+        elif np.ndim(v0) == 1:
+            v0s = np.broadcast_to(check_v0(v0, d), (n, d))
         else:
-            v0s = check_v0(v0, d, batch=batch)
-            if batch and v0s.shape[0] != items_a.shape[0]:
+            v0s = check_v0(v0, d, batch=True)
+            if v0s.shape[0] != n:
                 raise ValueError(
                     f"v0: expected {items_a.shape[0]} rows (one per list), got "
                     f"{v0s.shape[0]}"

@@ -161,17 +161,16 @@ def newton_map(link: str, lam, x, y, mask, theta0, tol, max_iter: int, chol0=Non
             jnp.where(mask, ll(eta, y), 0.0)
         )
 
+    def _grad(theta, d1):
+        return lam * theta - x.T @ jnp.where(mask, d1, 0.0)
+
     def grad_chol(theta):
         d1, d2 = derivs(x @ theta, y)
-        d1 = jnp.where(mask, d1, 0.0)
-        d2 = jnp.where(mask, d2, 0.0)
-        grad = lam * theta - x.T @ d1
-        hess = lam * eye + (x * d2[:, None]).T @ x
-        return grad, jnp.linalg.cholesky(0.5 * (hess + hess.T))
+        hess = lam * eye + (x * jnp.where(mask, d2, 0.0)[:, None]).T @ x
+        return _grad(theta, d1), jnp.linalg.cholesky(0.5 * (hess + hess.T))
 
     def gradient(theta):
-        d1, _ = derivs(x @ theta, y)
-        return lam * theta - x.T @ jnp.where(mask, d1, 0.0)
+        return _grad(theta, derivs(x @ theta, y)[0])
 
     def small(delta, theta):
         return jnp.max(jnp.abs(delta)) <= tol * (1.0 + jnp.max(jnp.abs(theta)))
