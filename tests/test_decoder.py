@@ -75,3 +75,48 @@ def test_use_fast_routes_by_kind_size_and_method():
     assert not use_fast(sep, 10**6, "fast")  # the separable path is O(L K) already
     with pytest.raises(ValueError, match="method: expected one of"):
         use_fast(mono, 10, "quick")
+
+
+def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu():
+    """On the CPU "auto" scans the Pareto front for the monotone kind from
+    FAST_K_MONOTONE items, while the UCB bound-and-prune waits for FAST_K (its pruning
+    is weak in early rounds); the thresholds are the documented ones."""
+    import jax
+
+    from bayesrank.policies import decoder
+
+    mono = LinearTables(np.zeros(L), get_link("logistic"))
+    ucb = UCBTables(np.zeros(L), get_link("logistic"))
+    assert jax.default_backend() == "cpu"
+    assert decoder.FAST_K_MONOTONE == 512 and decoder.FAST_K == 4096
+    assert not use_fast(mono, 511) and use_fast(mono, 512)
+    assert not use_fast(ucb, 512) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
+    assert not use_fast(mono, 10**6, "dense") and use_fast(ucb, 10, "fast")
+
+
+def test_auto_at_512_items_selects_without_dense_tables_and_as_the_dense_dp(monkeypatch):
+    """A logistic RankTS of 512 items under "auto" never builds the K x K tables and
+    picks the list the dense DP picks for the same draws (same seed, same data)."""
+    import bayesrank as br
+    from bayesrank.policies import decoder
+
+    env = br.RankingEnv.paper(seed=3, K=512, L=3, d=4, link="logistic")
+    rng = np.random.default_rng(0)
+    lists = rng.integers(0, env.K, size=(40, env.L))
+    rewards = (rng.random((40, env.L)) < 0.5).astype(float)
+    model = lambda: br.LaplaceGLM(link="logistic", n_max=64)  # noqa: E731
+    auto = br.RankTS(model(), items=env.items, w=env.w, seed=1)
+    auto.update(lists, rewards)
+    calls = []
+    orig = LinearTables.dense
+    monkeypatch.setattr(LinearTables, "dense",
+                        lambda self, r: calls.append(1) or orig(self, r))
+    got = [np.asarray(auto.select()) for _ in range(3)]
+    assert not calls
+    monkeypatch.setattr(LinearTables, "dense", orig)
+    monkeypatch.setattr(decoder, "FAST_K_MONOTONE", 10**9)
+    dense = br.RankTS(model(), items=env.items, w=env.w, seed=1)
+    dense.update(lists, rewards)
+    want = [np.asarray(dense.select()) for _ in range(3)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

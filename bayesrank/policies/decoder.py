@@ -12,13 +12,14 @@ Dispatch (fixed at trace time by the part's kind and ``distinct``):
 
 * separable: O(L K) backward pass; ``distinct=True``: the exact host search of
   :func:`bayesrank.decode.separable_search_decode`;
-* monotone, bonus, K < :data:`FAST_K`: dense tables and the O(L K^2) backward pass;
-* monotone, K >= :data:`FAST_K` (catalogue scale): the host backward pass of
+* monotone, K < :data:`FAST_K_MONOTONE` (CPU; :data:`FAST_K` on other backends),
+  bonus, K < :data:`FAST_K`: dense tables and the O(L K^2) backward pass;
+* monotone, K >= :data:`FAST_K_MONOTONE` (CPU): the host backward pass of
   :func:`bayesrank.decode_monotone.monotone_backward`, which scans only the Pareto front
   of (value-to-go, item part) per step (exp link: the convex hull trick). Exact, no
   K x K array, memory O(K); near O(L K log K) on data in general position, O(L K^2) time
   on adversarial data (front of size K);
-* bonus, K >= :data:`FAST_K`: the host backward pass of
+* bonus, K >= :data:`FAST_K` (catalogue scale): the host backward pass of
   :func:`bayesrank.decode_bound.ucb_backward`: separable upper bounds of the bonus
   (triangle inequality) prune the pairs, only pairs the bounds cannot exclude are scored
   exactly. Exact, no K x K array, memory O(K q); O(L K^2) time in the worst case (a
@@ -39,18 +40,36 @@ Masked items get -inf (never shown). Ties go to the smallest item index at each 
 
 from __future__ import annotations
 
+import jax
+
 from bayesrank import decode
 from bayesrank.backward import Backward, backward_dense, backward_separable, pick
 from bayesrank.decode_bound import ucb_backward_in_jit
 from bayesrank.decode_monotone import monotone_backward_in_jit
 
-__all__ = ["FAST_K", "METHODS", "backward", "decode_tables", "pick", "use_fast"]
+__all__ = [
+    "FAST_K",
+    "FAST_K_MONOTONE",
+    "METHODS",
+    "backward",
+    "decode_tables",
+    "pick",
+    "use_fast",
+]
 
 #: Item count from which "auto" decodes the monotone and bonus kinds without K x K
 #: tables (read at trace time). Below it the dense tables take at most
 #: (L-1) * 4096^2 * 8 bytes (400 MB at L = 4) and their DP time does not depend on
 #: the posterior, while the pruned UCB step is slow in early rounds (wide bonus).
 FAST_K = 4096
+#: Item count from which "auto" decodes the monotone kind (a point estimate under a
+#: nonlinear link) by the Pareto-front scan, on the CPU backend (the smaller of the
+#: two thresholds applies). The scan needs no bound on the posterior's spread, and it
+#: overtakes the dense DP between K = 256 and 512
+#: (``benchmarks/decode_crossover.py``: 1.3x at 512, 4.4x at 1,024 in float32 on 2
+#: cores). Other backends keep :data:`FAST_K`: there the dense DP runs on the
+#: accelerator and the host scan would add a transfer per select.
+FAST_K_MONOTONE = 512
 METHODS = ("auto", "fast", "dense")
 
 
@@ -60,7 +79,11 @@ def use_fast(part, K: int, method: str = "auto") -> bool:
         raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
     if part.kind not in ("monotone", "bonus") or method == "dense":
         return False
-    return method == "fast" or K >= FAST_K
+    if method == "fast":
+        return True
+    if part.kind == "monotone" and jax.default_backend() == "cpu":
+        return K >= min(FAST_K_MONOTONE, FAST_K)
+    return K >= FAST_K
 
 
 def backward(part, rest, mask, *, method: str = "auto") -> Backward:
@@ -85,7 +108,8 @@ def decode_tables(part, first, rest, mask, *, distinct: bool, method: str = "aut
         rest: the part's positions 2..L (window parts: the list of tables).
         mask: (K,) bool, True where an item may be shown.
         distinct: forbid repeated items (pairwise kinds only).
-        method: "auto" (fast path from :data:`FAST_K` items), "fast" or "dense".
+        method: "auto" (fast path from :data:`FAST_K` items, from
+            :data:`FAST_K_MONOTONE` for the monotone kind on CPU), "fast" or "dense".
     """
     if part.kind == "window":
         return decode.window_decode(rest, mask=mask)
