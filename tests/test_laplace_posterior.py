@@ -54,10 +54,11 @@ def _rel(a, b):
 
 
 # ------------------------------------------------------------ MAP references
-@pytest.mark.parametrize("s0", [0.5, 1.5])
-def test_logistic_map_equals_sklearn(s0):
+@pytest.mark.parametrize("s0, n_max", [(0.5, 100), (1.5, 100), (1.5, 700)])
+def test_logistic_map_equals_sklearn(s0, n_max):
+    """n_max = 700: the Newton passes run over blocks of the rows held (60 of 700)."""
     X, Y = _data("logistic")
-    model = LaplaceGLM(link="logistic", prior_scale=s0, n_max=100)
+    model = LaplaceGLM(link="logistic", prior_scale=s0, n_max=n_max)
     state = _fold(model, X, Y)
     for pos in range(L):
         # newton-cholesky: lbfgs stops at gradients ~1e-8, ours reach ~1e-15.
@@ -96,6 +97,89 @@ def test_newton_from_a_stale_hessian_reaches_the_sklearn_map(link):
     again = newton_map(link, lam, jnp.asarray(x), jnp.asarray(y), mask, theta, 1e-12, 50)
     assert int(again[2]) == 0
     np.testing.assert_array_equal(np.asarray(again[0]), np.asarray(theta))
+
+
+@pytest.mark.parametrize("link", ["logistic", "probit", "exp"])
+@pytest.mark.parametrize("rows", [300, 250, 64, 1])
+def test_blocked_passes_equal_the_whole_buffer(link, rows):
+    """Newton over blocks of 64 rows up to ``rows`` (the last block starts early and
+    masks what it overlaps) gives the fit over the whole masked buffer: same MAP,
+    same factor, same step count."""
+    from bayesrank.posteriors.laplace import newton_map
+
+    X, Y = _data(link, n=300, seed=8)
+    x, y = jnp.asarray(X[:, 1]), jnp.asarray(Y[:, 1])
+    mask = np.arange(300) < rows
+    whole = newton_map(link, 1.0, x, y, mask, jnp.zeros(P), 1e-12, 50)
+    blocks = newton_map(link, 1.0, x, y, mask, jnp.zeros(P), 1e-12, 50, rows=rows,
+                        block=64)
+    np.testing.assert_allclose(blocks[0], whole[0], rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(blocks[1], whole[1], rtol=1e-11, atol=1e-13)
+    assert int(blocks[2]) == int(whole[2])
+    with pytest.raises(ValueError, match="rows"):
+        newton_map(link, 1.0, x, y, mask, jnp.zeros(P), 1e-12, 50, block=64)
+
+
+@pytest.mark.parametrize("link, seed", [("logistic", 4), ("logistic", 6), ("exp", 5)])
+def test_hessian_tol_takes_the_last_small_step_without_a_new_hessian(link, seed):
+    """With ``refresh_tol`` a warm update computes fewer Hessians than the exact rule.
+    Its last step, below 1e-4, is taken without a new Hessian: the MAP equals a fit
+    to tol 1e-13 to 1e-10 (Newton converges quadratically), while stopping before that
+    step would leave it more than 1e-8 away; and its factor is the Hessian at a point
+    within 1e-4 of the MAP (1e-3 relative at most). scikit-learn agrees to 1e-6."""
+    from bayesrank.posteriors.laplace import newton_map
+
+    X, Y = _data(link, n=300, seed=seed)
+    x, y, s0 = jnp.asarray(X[:, 0]), jnp.asarray(Y[:, 0]), 1.0
+    lam, n = 1 / s0**2, len(Y)
+    mask = np.ones(n, bool)
+    # warm start: the fit without the last row, as an update starts
+    prev, c_prev, _ = newton_map(link, lam, x, y, np.arange(n) < n - 1, jnp.zeros(P),
+                                 1e-12, 50)
+    exact, _, it_exact = newton_map(link, lam, x, y, mask, prev, 1e-13, 50, chol0=c_prev)
+    theta, chol, it = newton_map(link, lam, x, y, mask, prev, 1e-10, 50, chol0=c_prev,
+                                 refresh_tol=1e-4)
+    assert int(it) < int(it_exact)
+    before, _, _ = newton_map(link, lam, x, y, mask, prev, 1e-10, int(it), chol0=c_prev)
+    assert _rel(before, exact) > 1e-8 and _rel(theta, exact) < 1e-10
+    if link == "logistic":
+        ref = LogisticRegression(C=s0**2, fit_intercept=False, tol=1e-12, max_iter=10000,
+                                 solver="newton-cholesky").fit(X[:, 0], Y[:, 0]).coef_[0]
+    else:
+        ref = PoissonRegressor(alpha=lam / n, fit_intercept=False, tol=1e-12,
+                               max_iter=10000).fit(X[:, 0], Y[:, 0]).coef_
+    assert _rel(theta, ref) < 1e-6
+    hess = np.asarray(jax.hessian(_neg_log_post)(theta, x, y, link, s0))
+    assert _rel(chol @ chol.T, hess) < 1e-3
+
+
+def test_float32_states_default_to_hessian_tol_1e_4_and_float64_to_exact(monkeypatch):
+    """The documented defaults reach the Newton fit (a spy on ``newton_map``), and a
+    float32 fold follows the float64 one."""
+    from bayesrank.posteriors import laplace
+
+    seen = []
+    orig = laplace.newton_map
+
+    def spy(*args, **kwargs):
+        seen.append((str(args[2].dtype), kwargs.get("refresh_tol")))
+        return orig(*args, **kwargs)
+
+    monkeypatch.setattr(laplace, "newton_map", spy)
+    model = LaplaceGLM(link="logistic", n_max=100)
+    assert model.refresh_tol(jnp.float32) == 1e-4 and model.refresh_tol(jnp.float64) is None
+    assert LaplaceGLM(hessian_tol=0).refresh_tol(jnp.float32) is None
+    assert LaplaceGLM(hessian_tol=1e-3).refresh_tol(jnp.float64) == 1e-3
+    X, Y = _data("logistic", n=80, seed=6)
+    ref = _fold(model, X, Y)
+    state = jax.tree.map(lambda a: a.astype(jnp.float32) if a.dtype == jnp.float64 else a,
+                         model.init(L, P))
+    for xr, yr in zip(X, Y):
+        state = model.update(state, xr, yr)
+    assert set(seen) == {("float64", None), ("float32", 1e-4)}
+    assert state.theta.dtype == jnp.float32
+    assert _rel(state.theta, np.asarray(ref.theta)) < 1e-4
+    assert _rel(np.asarray(state.chol), np.asarray(ref.chol)) < 1e-3
 
 
 @pytest.mark.parametrize("s0", [0.5, 1.5])
@@ -268,7 +352,7 @@ def test_config_round_trip_and_protocol():
     cfg = json.loads(json.dumps(model.config()))
     again = LaplaceGLM.from_config(cfg)
     assert again.config() == model.config()
-    for name in ("prior_scale", "noise_scale", "n_max", "tol", "max_iter"):
+    for name in ("prior_scale", "noise_scale", "n_max", "tol", "max_iter", "hessian_tol"):
         assert getattr(again, name) == getattr(model, name)
     assert (again.link.name, again.prior_scale, again.tol) == ("probit", 2.0, 1e-9)
     assert isinstance(model, PosteriorModel)
@@ -312,6 +396,11 @@ BAD_ARGS = [
     ({"tol": np.nan}, ValueError, "tol"),
     ({"max_iter": 0}, ValueError, "max_iter"),
     ({"max_iter": np.float64(3.0)}, TypeError, "max_iter"),
+    ({"hessian_tol": -1e-4}, ValueError, "hessian_tol"),
+    ({"hessian_tol": 1.0}, ValueError, "hessian_tol"),
+    ({"hessian_tol": np.nan}, ValueError, "hessian_tol"),
+    ({"hessian_tol": "1e-4"}, TypeError, "hessian_tol"),
+    ({"hessian_tol": True}, TypeError, "hessian_tol"),
 ]
 
 
