@@ -1,6 +1,6 @@
 """Benchmark: where the Pareto-front scan overtakes the dense DP (monotone links).
 
-    python benchmarks/decode_crossover.py [--quick] [--K 128 256 512 1024 2048] [--x64]
+    python benchmarks/decode_crossover.py [--quick] [--K 256 512 640 768 1000 2000] [--x64]
 
 RankTS with a point estimate under the logistic link (the conjugate Gaussian
 posterior's draw scored under the logistic link, as in ``decode_scale.py``; L = 4,
@@ -32,20 +32,20 @@ from _common import interleaved, machine, parse, table  # noqa: E402
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--K", type=int, nargs="+", default=[128, 256, 512, 1024, 2048])
+    ap.add_argument("--K", type=int, nargs="+", default=[256, 512, 640, 768, 1000, 2000])
     ap.add_argument("--rounds", type=int, default=9, help="turns of the timing")
     ap.add_argument("--number", type=int, default=5, help="selects per turn")
     ap.add_argument("--x64", action="store_true", help="float64 instead of float32")
     args = parse(ap, argv, K=[128, 512], rounds=3, number=2)
-    if args.x64:
-        jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", args.x64)
     import bayesrank as br
     from decode_scale import build, observe
 
     from bayesrank.policies import decoder
 
     print(machine())
-    print(f"L = 4, d = 10, {'float64' if args.x64 else 'float32'}, "
+    dtype = jax.numpy.result_type(float)
+    print(f"L = 4, d = 10, {dtype}, "
           f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}")
     saved = decoder.FAST_K, decoder.FAST_K_MONOTONE
     rows = []

@@ -88,19 +88,19 @@ def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu():
     mono = LinearTables(np.zeros(L), get_link("logistic"))
     ucb = UCBTables(np.zeros(L), get_link("logistic"))
     assert jax.default_backend() == "cpu"
-    assert decoder.FAST_K_MONOTONE == 512 and decoder.FAST_K == 4096
-    assert not use_fast(mono, 511) and use_fast(mono, 512)
-    assert not use_fast(ucb, 512) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
+    assert decoder.FAST_K_MONOTONE == 640 and decoder.FAST_K == 4096
+    assert not use_fast(mono, 639) and use_fast(mono, 640)
+    assert not use_fast(ucb, 640) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
     assert not use_fast(mono, 10**6, "dense") and use_fast(ucb, 10, "fast")
 
 
-def test_auto_at_512_items_selects_without_dense_tables_and_as_the_dense_dp(monkeypatch):
-    """A logistic RankTS of 512 items under "auto" never builds the K x K tables and
+def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monkeypatch):
+    """A logistic RankTS of 640 items under "auto" never builds the K x K tables and
     picks the list the dense DP picks for the same draws (same seed, same data)."""
     import bayesrank as br
     from bayesrank.policies import decoder
 
-    env = br.RankingEnv.paper(seed=3, K=512, L=3, d=4, link="logistic")
+    env = br.RankingEnv.paper(seed=3, K=640, L=3, d=4, link="logistic")
     rng = np.random.default_rng(0)
     lists = rng.integers(0, env.K, size=(40, env.L))
     rewards = (rng.random((40, env.L)) < 0.5).astype(float)

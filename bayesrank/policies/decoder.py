@@ -64,12 +64,13 @@ __all__ = [
 FAST_K = 4096
 #: Item count from which "auto" decodes the monotone kind (a point estimate under a
 #: nonlinear link) by the Pareto-front scan, on the CPU backend (the smaller of the
-#: two thresholds applies). The scan needs no bound on the posterior's spread, and it
-#: overtakes the dense DP between K = 256 and 512
-#: (``benchmarks/decode_crossover.py``: 1.3x at 512, 4.4x at 1,024 in float32 on 2
-#: cores). Other backends keep :data:`FAST_K`: there the dense DP runs on the
-#: accelerator and the host scan would add a transfer per select.
-FAST_K_MONOTONE = 512
+#: two thresholds applies). The scan needs no bound on the posterior's spread; in
+#: float32 it breaks even with the dense DP at about 512 items and is 1.2-1.8x faster
+#: at 640-768 and 2.4x at 1,000 (``benchmarks/decode_crossover.py``, 2 cores; in
+#: float64 the dense DP is slower and the scan wins from about 400). Other backends
+#: keep :data:`FAST_K`: there the dense DP runs on the accelerator and the host scan
+#: would add a transfer per select.
+FAST_K_MONOTONE = 640
 METHODS = ("auto", "fast", "dense")
 
 
