@@ -262,7 +262,7 @@ def _onion_search(pairs: _Pairs, V, Bp, src, Ap, f):
         act = act[keep]  # deeper layers are bounded by this one
 
 
-def _center(a, b, n: int = 2048):
+def _center(a, b, n: int = 256):
     """A shift mu for the bound ``||a + b|| <= ||a - mu|| + ||b + mu||``.
 
     Any mu keeps the bound valid; a good one cancels what the a's and b's share (e.g.
