@@ -10,7 +10,8 @@ instance generator), prints per policy and K:
   point estimate under a monotone link) and, where the tables fit (K <= 3,000), the dense DP
   beside it, with the ratio dense / fast measured in the same run (RankTS with the
   identity link is separable: O(L K) on every path, no dense column);
-* the peak of host (NumPy) memory during one fast select (``tracemalloc``) and the
+* the peak of host (NumPy) memory during one fast select (``tracemalloc``; 0 for
+  RankUCB, whose compiled prefix search allocates in XLA, outside it) and the
   process's maximum resident set size (``resource``, everything included);
 * for RankUCB, the exact pair evaluations per select (all L-1 steps) against the
   (L-1) K^2 of the dense DP.
@@ -46,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bayesrank as br  # noqa: E402
 from _common import machine, parse  # noqa: E402
 from bayesrank.decode_bound import ucb_backward  # noqa: E402
+from bayesrank.decode_prefix import ucb_backward_prefix  # noqa: E402
 from bayesrank.links import get_link  # noqa: E402
 from bayesrank.policies import decoder  # noqa: E402
 from bayesrank.posteriors import GaussianLinear  # noqa: E402
@@ -103,10 +105,16 @@ def host_peak(pol):
 
 
 def pair_evals(pol):
-    """Exact pair evaluations of the fast UCB decode of the last selection."""
+    """Exact pair evaluations of the fast UCB decode of the last selection (the
+    compiled prefix search for the identity link, as the decoder runs it; the host
+    bound-and-prune otherwise)."""
     tabs = pol.core.tables
     rest = tabs.rest(pol._last.params, pol.state.items)
-    A, B, Ua, Ub, c = (np.asarray(x) for x in tabs.factors(rest))
+    A, B, Ua, Ub, c = tabs.factors(rest)
+    if tabs.link.name == "identity":
+        mask = np.ones(A.shape[1], bool)
+        return int(np.asarray(ucb_backward_prefix(A, B, Ua, Ub, c, mask)[2]).sum())
+    A, B, Ua, Ub, c = (np.asarray(x) for x in (A, B, Ua, Ub, c))
     return int(ucb_backward(A, B, Ua, Ub, c, tabs.link)[2].sum())
 
 

@@ -19,11 +19,14 @@ Dispatch (fixed at trace time by the part's kind and ``distinct``):
   of (value-to-go, item part) per step (exp link: the convex hull trick). Exact, no
   K x K array, memory O(K); near O(L K log K) on data in general position, O(L K^2) time
   on adversarial data (front of size K);
-* bonus, K >= :data:`FAST_K` (catalogue scale): the host backward pass of
-  :func:`bayesrank.decode_bound.ucb_backward`: separable upper bounds of the bonus
+* bonus, K >= :data:`FAST_K` (catalogue scale): separable upper bounds of the bonus
   (triangle inequality) prune the pairs, only pairs the bounds cannot exclude are scored
-  exactly. Exact, no K x K array, memory O(K q); O(L K^2) time in the worst case (a
-  bonus so wide that nothing can be pruned);
+  exactly. Identity link (RankUCB, GenRankUCB): in compiled code, by
+  :func:`bayesrank.decode_prefix.ucb_backward_prefix` (candidates are a prefix of one
+  order, searched in windows); other links: the host pass of
+  :func:`bayesrank.decode_bound.ucb_backward` (onion layers). Exact, no K x K array,
+  memory O(K q + block); O(L K^2) time in the worst case (a bonus so wide that nothing
+  can be pruned);
 * ``distinct=True`` (any K): the fast paths do not apply; the exact host search of
   :func:`bayesrank.decode.search_decode` over dense tables (O(L K^2) memory; the
   separable kind keeps its O(L K) search);
@@ -45,6 +48,7 @@ import jax
 from bayesrank import decode
 from bayesrank.backward import Backward, backward_dense, backward_separable, pick
 from bayesrank.decode_bound import ucb_backward_in_jit
+from bayesrank.decode_prefix import ucb_backward_prefix
 from bayesrank.decode_monotone import monotone_backward_in_jit
 
 __all__ = [
@@ -94,6 +98,8 @@ def backward(part, rest, mask, *, method: str = "auto") -> Backward:
     if use_fast(part, mask.shape[-1], method):
         if part.kind == "monotone":
             to_go, ptr, _ = monotone_backward_in_jit(*part.factors(rest), part.link, mask)
+        elif part.link.name == "identity":
+            to_go, ptr, _ = ucb_backward_prefix(*part.factors(rest), mask)
         else:
             to_go, ptr, _ = ucb_backward_in_jit(*part.factors(rest), part.link, mask)
         return Backward(to_go, ptr)

@@ -1,0 +1,120 @@
+"""The compiled UCB backward pass (:mod:`bayesrank.decode_prefix`) against a plain
+NumPy dense backward DP written from the definition, on random instances: early
+(wide bonus) and late (narrow bonus), ties, masks, negative w, past the top_k head."""
+
+from __future__ import annotations
+
+import zlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bayesrank import decode_prefix
+from bayesrank.decode_prefix import ucb_backward_prefix
+
+
+def _dense_backward(A, B, Ua, Ub, c, mask):
+    """H_l(i) = max_j [H_{l+1}(j) + A_j + B_i + c ||Ua_j + Ub_i||], masked, by K x K."""
+    Lm1, K = A.shape
+    H = np.zeros(K)
+    tables = []
+    for l in range(Lm1 - 1, -1, -1):
+        V = np.where(mask, H, -np.inf)
+        norm = np.linalg.norm(Ua[l].T[None, :, :] + Ub[l].T[:, None, :], axis=2)
+        S = V[None, :] + A[l][None, :] + B[l][:, None] + c[l] * norm  # (i, j)
+        tables.append((l, S))
+        H = np.where(mask, S.max(axis=1), -np.inf)
+    return H, dict(tables)
+
+
+def _policy_factors(K, n_obs):
+    """RankUCB's own (A, B, Ua, Ub, c) on a paper instance after n_obs random lists."""
+    import bayesrank as br
+
+    env = br.RankingEnv.paper(seed=0, K=K, L=4, d=10)
+    pol = br.RankUCB(items=env.items, w=env.w, seed=0)
+    rng = np.random.default_rng(1)
+    lists = rng.integers(0, K, size=(n_obs, 4))
+    pol.update(lists, np.asarray(env.sample(jax.random.key(1), lists)))
+    pol.select()
+    tabs = pol.core.tables
+    rest = tabs.rest(pol._last.params, pol.state.items)
+    return tuple(np.asarray(x, np.float64) for x in tabs.factors(rest)) + (np.ones(K, bool),)
+
+
+def _instance(case, K, Lm1=3, q=4):
+    if case.startswith("policy"):
+        return _policy_factors(K, 20 if case == "policy-early" else 5000)
+    rng = np.random.default_rng(zlib.crc32(f"{case}-{K}".encode()))
+    A, B = rng.normal(size=(2, Lm1, K))
+    Z = rng.normal(size=(Lm1, q, K)) / np.sqrt(q)
+    w = {"neg_w": -0.8}.get(case, 0.7)
+    Ua, Ub = Z, w * Z  # RankUCB: the two halves are the same whitened items
+    c = np.full(Lm1, {"early": 8.0, "late": 0.05, "zero": 0.0}.get(case, 1.0))
+    if case == "early":  # as after 20 lists: the bonus dwarfs the next item's spread
+        A, Ua, Ub = 0.2 * A, 0.2 * Z, Z
+    if case == "ties":  # many equal values and equal vectors
+        A, B = np.round(A), np.round(B)
+        Ua = np.round(2 * Ua) / 2
+        Ub = np.round(2 * Ub) / 2
+    mask = np.ones(K, bool) if case != "mask" else rng.random(K) < 0.6
+    return A, B, Ua, Ub, c, mask
+
+
+CASES = ["early", "late", "neg_w", "ties", "mask", "zero", "policy-early", "policy-late"]
+
+
+@pytest.mark.parametrize("K", [7, 300, 700])
+@pytest.mark.parametrize("case", CASES)
+def test_backward_equals_the_dense_dp(case, K):
+    """Values to go equal the dense DP's (1e-10 relative, float64); each pointer
+    attains its row's maximum (ties may pick another maximiser). K = 700 runs past
+    the 256-item head of the order."""
+    A, B, Ua, Ub, c, mask = _instance(case, K)
+    to_go, ptr, evals = jax.jit(ucb_backward_prefix)(A, B, Ua, Ub, c, mask)
+    H, tables = _dense_backward(A, B, Ua, Ub, c, mask)
+    to_go, ptr = np.asarray(to_go), np.asarray(ptr)
+    assert np.array_equal(np.isfinite(to_go), mask)
+    np.testing.assert_allclose(to_go[mask], H[mask], rtol=1e-10, atol=1e-10)
+    for l, S in tables.items():
+        rows = np.flatnonzero(mask)
+        np.testing.assert_allclose(S[rows, ptr[l, rows]], S[rows].max(axis=1),
+                                   rtol=1e-10, atol=1e-10)
+        assert mask[ptr[l, rows]].all()
+    assert np.all(np.asarray(evals) > 0)
+
+
+def test_late_rounds_score_a_small_part_of_the_pairs_and_early_ones_pass_the_head():
+    """RankUCB's own scores after 5,000 lists (a narrow bonus) take under 10 % of
+    the dense pair scores; after 20 lists (a wide one) some step needs the order past
+    its top_k head: more than K x HEAD pair scores."""
+    K = 700
+    late = _instance("policy-late", K)
+    early = _instance("policy-early", K)
+    ev_late = np.asarray(ucb_backward_prefix(*late)[2])
+    ev_early = np.asarray(ucb_backward_prefix(*early)[2])
+    assert ev_late.sum() < 0.1 * 3 * K * K  # of the dense DP's (L-1) K^2
+    assert ev_early.max() > K * decode_prefix.HEAD
+
+
+def test_vmap_equals_one_by_one():
+    """Under vmap the windows' conds run both branches; the result is the same."""
+    insts = [_instance(case, 120) for case in ("early", "late", "mask")]
+    stacked = [jnp.stack([jnp.asarray(x[k]) for x in insts]) for k in range(6)]
+    to_go, ptr, _ = jax.vmap(ucb_backward_prefix)(*stacked)
+    for r, inst in enumerate(insts):
+        one, optr, _ = ucb_backward_prefix(*inst)
+        np.testing.assert_allclose(to_go[r], one, rtol=1e-12)
+        np.testing.assert_array_equal(ptr[r], optr)
+
+
+def test_windows_cover_the_order_once():
+    """The static windows tile [0, K) without gaps or overlaps, doubling from 16."""
+    for K in (1, 16, 17, 300, 100_000):
+        wins = decode_prefix.windows(K)
+        starts = [s for s, _ in wins]
+        assert starts[0] == 0 and sum(n for _, n in wins) == K
+        assert all(s + n == t for (s, n), t in zip(wins, starts[1:] + [K]))
+        assert all(n <= max(decode_prefix.WINDOW0, s) for s, n in wins)
