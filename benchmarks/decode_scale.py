@@ -7,7 +7,8 @@ instance generator), prints per policy and K:
 * ``select`` wall time through the class API (median over repeats, after compiling)
   with the fast host decoders forced (``decoder.FAST_K = 0``; "auto" picks them from
   ``FAST_K`` = 4,096 items, and on the CPU from ``FAST_K_MONOTONE`` = 640 items for a
-  point estimate under a monotone link) and, where the tables fit (K <= 3,000), the dense DP
+  point estimate under a monotone link and ``FAST_K_PREFIX`` = 1,500 for RankUCB) and,
+  where the tables fit (K <= 3,000), the dense DP
   beside it, with the ratio dense / fast measured in the same run (RankTS with the
   identity link is separable: O(L K) on every path, no dense column);
 * the peak of host (NumPy) memory during one fast select (``tracemalloc``; 0 for
@@ -53,7 +54,7 @@ from bayesrank.policies import decoder  # noqa: E402
 from bayesrank.posteriors import GaussianLinear  # noqa: E402
 
 L, D = 4, 10
-FAST_K_DEFAULT = decoder.FAST_K, decoder.FAST_K_MONOTONE
+FAST_K_DEFAULT = decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX
 DENSE_MAX = 3000
 
 
@@ -69,7 +70,9 @@ class LogisticGaussian:
 
 def build(kind, env, method):
     """A policy whose decoder is fixed at trace time: 'fast' or 'dense'."""
-    decoder.FAST_K = decoder.FAST_K_MONOTONE = 0 if method == "fast" else 10**12
+    decoder.FAST_K = decoder.FAST_K_MONOTONE = decoder.FAST_K_PREFIX = (
+        0 if method == "fast" else 10**12
+    )
     if kind == "ts-identity":
         pol = br.RankTS(items=env.items, w=env.w, seed=0)
     elif kind == "ts-logistic":
@@ -154,7 +157,7 @@ def run(Ks, repeat_small, repeat_large, early_max_K):
             row["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             rows.append(row)
             print(_fmt(row), flush=True)
-    decoder.FAST_K, decoder.FAST_K_MONOTONE = FAST_K_DEFAULT
+    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
     return rows
 
 

@@ -79,18 +79,23 @@ def test_use_fast_routes_by_kind_size_and_method():
 
 def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu():
     """On the CPU "auto" scans the Pareto front for the monotone kind from
-    FAST_K_MONOTONE items, while the UCB bound-and-prune waits for FAST_K (its pruning
-    is weak in early rounds); the thresholds are the documented ones."""
+    FAST_K_MONOTONE items and runs the compiled prefix search for identity-link UCB
+    from FAST_K_PREFIX, while the host bound-and-prune of other links waits for
+    FAST_K (its pruning is weak in early rounds); the thresholds are the documented
+    ones."""
     import jax
 
     from bayesrank.policies import decoder
 
     mono = LinearTables(np.zeros(L), get_link("logistic"))
     ucb = UCBTables(np.zeros(L), get_link("logistic"))
+    ridge_ucb = UCBTables(np.zeros(L), get_link("identity"))
     assert jax.default_backend() == "cpu"
-    assert decoder.FAST_K_MONOTONE == 640 and decoder.FAST_K == 4096
+    assert (decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX, decoder.FAST_K) == (
+        640, 1500, 4096)
     assert not use_fast(mono, 639) and use_fast(mono, 640)
-    assert not use_fast(ucb, 640) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
+    assert not use_fast(ridge_ucb, 1499) and use_fast(ridge_ucb, 1500)
+    assert not use_fast(ucb, 1500) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
     assert not use_fast(mono, 10**6, "dense") and use_fast(ucb, 10, "fast")
 
 
@@ -120,3 +125,31 @@ def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monk
     want = [np.asarray(dense.select()) for _ in range(3)]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_rank_ucb_at_1500_items_runs_the_prefix_search_and_picks_the_dense_list(
+        monkeypatch):
+    """RankUCB (ridge model, identity link) of 1,500 items under "auto" never builds
+    the K x K tables and picks the list of the dense DP, early (20 lists) and late."""
+    import bayesrank as br
+    from bayesrank.policies import decoder
+
+    env = br.RankingEnv.paper(seed=2, K=1500, L=3, d=4)
+    rng = np.random.default_rng(0)
+    lists = rng.integers(0, env.K, size=(400, env.L))
+    rewards = rng.normal(size=(400, env.L))
+    orig = UCBTables.dense
+    for n in (20, 400):
+        calls = []
+        monkeypatch.setattr(UCBTables, "dense",
+                            lambda self, r: calls.append(1) or orig(self, r))
+        auto = br.RankUCB(items=env.items, w=env.w, seed=1)
+        auto.update(lists[:n], rewards[:n])
+        got = np.asarray(auto.select())
+        assert not calls
+        monkeypatch.setattr(UCBTables, "dense", orig)
+        monkeypatch.setattr(decoder, "FAST_K_PREFIX", 10**9)
+        dense = br.RankUCB(items=env.items, w=env.w, seed=1)
+        dense.update(lists[:n], rewards[:n])
+        np.testing.assert_array_equal(got, np.asarray(dense.select()))
+        monkeypatch.undo()

@@ -13,13 +13,15 @@ Dispatch (fixed at trace time by the part's kind and ``distinct``):
 * separable: O(L K) backward pass; ``distinct=True``: the exact host search of
   :func:`bayesrank.decode.separable_search_decode`;
 * monotone, K < :data:`FAST_K_MONOTONE` (CPU; :data:`FAST_K` on other backends),
-  bonus, K < :data:`FAST_K`: dense tables and the O(L K^2) backward pass;
+  bonus, K < :data:`FAST_K` (identity link on CPU: :data:`FAST_K_PREFIX`): dense
+  tables and the O(L K^2) backward pass;
 * monotone, K >= :data:`FAST_K_MONOTONE` (CPU): the host backward pass of
   :func:`bayesrank.decode_monotone.monotone_backward`, which scans only the Pareto front
   of (value-to-go, item part) per step (exp link: the convex hull trick). Exact, no
   K x K array, memory O(K); near O(L K log K) on data in general position, O(L K^2) time
   on adversarial data (front of size K);
-* bonus, K >= :data:`FAST_K` (catalogue scale): separable upper bounds of the bonus
+* bonus, K >= :data:`FAST_K` (:data:`FAST_K_PREFIX` for the identity link on CPU):
+  separable upper bounds of the bonus
   (triangle inequality) prune the pairs, only pairs the bounds cannot exclude are scored
   exactly. Identity link (RankUCB, GenRankUCB): in compiled code, by
   :func:`bayesrank.decode_prefix.ucb_backward_prefix` (candidates are a prefix of one
@@ -54,6 +56,7 @@ from bayesrank.decode_monotone import monotone_backward_in_jit
 __all__ = [
     "FAST_K",
     "FAST_K_MONOTONE",
+    "FAST_K_PREFIX",
     "METHODS",
     "backward",
     "decode_tables",
@@ -75,6 +78,13 @@ FAST_K = 4096
 #: keep :data:`FAST_K`: there the dense DP runs on the accelerator and the host scan
 #: would add a transfer per select.
 FAST_K_MONOTONE = 640
+#: Item count from which "auto" decodes UCB scores under the identity link (RankUCB,
+#: GenRankUCB) by the compiled prefix search of :mod:`bayesrank.decode_prefix`, on
+#: the CPU backend (the smaller of this and :data:`FAST_K` applies). In float32 it
+#: beats the dense DP from about 1,500 items in early and late rounds alike (3.8x and
+#: 9.7x at 1,500; at 1,000 the dense DP still wins early: 5.9 against 10.8 ms;
+#: ``benchmarks/decode_scale.py --float32``, 2 cores).
+FAST_K_PREFIX = 1500
 METHODS = ("auto", "fast", "dense")
 
 
@@ -86,8 +96,11 @@ def use_fast(part, K: int, method: str = "auto") -> bool:
         return False
     if method == "fast":
         return True
-    if part.kind == "monotone" and jax.default_backend() == "cpu":
-        return K >= min(FAST_K_MONOTONE, FAST_K)
+    if jax.default_backend() == "cpu":
+        if part.kind == "monotone":
+            return K >= min(FAST_K_MONOTONE, FAST_K)
+        if part.link.name == "identity":
+            return K >= min(FAST_K_PREFIX, FAST_K)
     return K >= FAST_K
 
 
