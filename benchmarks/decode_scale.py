@@ -188,7 +188,8 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", not args.float32)
     print(machine())
     print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}, FAST_K = {decoder.FAST_K}, "
-          f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}, median select time")
+          f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}, FAST_K_PREFIX = "
+          f"{decoder.FAST_K_PREFIX}, median select time")
     rows = run(args.K, args.repeat, args.repeat_large, args.early_max_K)
     if args.json:
         args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
