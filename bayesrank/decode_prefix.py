@@ -112,12 +112,30 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
             one = first_block and w == 0 and K * size <= CHUNK
             R = K if one else min(K, ROWS, max(16, CHUNK // size))
 
+            def block(Ur, nr2, Ar, js):
+                """Exact scores of rows (their U, |U|^2, A) against the j's ``js``:
+                each row's best value and its j."""
+                Uw = Uj[js]
+                sq = nr2[:, None] + 2.0 * (Ur @ Uw.T) + jnp.sum(Uw * Uw, axis=1)[None, :]
+                val = (V[js] + Bj[js])[None, :] + Ar[:, None] + c * jnp.sqrt(
+                    jnp.maximum(sq, 0.0)
+                )
+                k = jnp.argmax(val, axis=1)
+                top = jnp.take_along_axis(val, k[:, None], axis=1)[:, 0]
+                return top, js[k].astype(jnp.int32)
+
+            def whole(carry, start=start, size=size):
+                """Every row against the window's j's (no gather of rows)."""
+                best, arg, evals = carry
+                js = jax.lax.dynamic_slice_in_dim(order, start, size)
+                top, jbest = block(Ui, ni2, Ai, js)
+                better = top > best
+                return (jnp.where(better, top, best), jnp.where(better, jbest, arg),
+                        evals + K * size)
+
             def score(carry, start=start, size=size, R=R):
                 """Score the live i's against the window's j's, R rows at a time."""
                 js = jax.lax.dynamic_slice_in_dim(order, start, size)
-                Uw = Uj[js]
-                nw2 = jnp.sum(Uw * Uw, axis=1)
-                base = V[js] + Bj[js]
                 live_i = u_s[start] + Ap >= threshold(carry[0])
                 n_live = jnp.sum(live_i)
                 idx = jnp.nonzero(live_i, size=K, fill_value=0)[0]
@@ -128,16 +146,10 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                     ii = jax.lax.dynamic_slice_in_dim(idx, s0, R)
                     ii = jnp.where(s0 + jnp.arange(R) < n_live, ii, K)  # K: dropped
                     ic = jnp.minimum(ii, K - 1)
-                    sq = ni2[ic][:, None] + 2.0 * (Ui[ic] @ Uw.T) + nw2[None, :]
-                    val = base[None, :] + Ai[ic][:, None] + c * jnp.sqrt(
-                        jnp.maximum(sq, 0.0)
-                    )
-                    k = jnp.argmax(val, axis=1)
-                    top = jnp.take_along_axis(val, k[:, None], axis=1)[:, 0]
-                    better = top > best[ic]
-                    tgt = jnp.where(better, ii, K)
+                    top, jbest = block(Ui[ic], ni2[ic], Ai[ic], js)
+                    tgt = jnp.where(top > best[ic], ii, K)
                     best = best.at[tgt].set(top, mode="drop")
-                    arg = arg.at[tgt].set(js[k].astype(jnp.int32), mode="drop")
+                    arg = arg.at[tgt].set(jbest, mode="drop")
                     return r0 + R, best, arg, evals + R * size
 
                 _, best, arg, evals = jax.lax.while_loop(
@@ -146,7 +158,8 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                 return best, arg, evals
 
             carry = jax.lax.cond(
-                jnp.any(u_s[start] + Ap >= threshold(carry[0])), score, lambda st: st,
+                jnp.any(u_s[start] + Ap >= threshold(carry[0])),
+                whole if R == K else score, lambda st: st,
                 carry,
             )
         return carry
@@ -156,7 +169,9 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     # the head of the order by top_k (a full sort costs about 0.4 ms at K = 3,000 on
     # XLA's CPU backend); the rest only if some i may still find its best past it
     n_head = min(K, HEAD)
-    u_h, head = jax.lax.top_k(u, n_head)
+    # (the barrier keeps XLA from turning the top_k into a full sort when later
+    # windows slice its output; seen on jax 0.12's CPU backend)
+    u_h, head = jax.lax.optimization_barrier(jax.lax.top_k(u, n_head))
     carry = run(head, u_h, carry, True)
     if n_head < K:
 
