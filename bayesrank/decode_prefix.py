@@ -49,6 +49,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from bayesrank.decode import _max_argmax
+
 __all__ = ["CHUNK", "HEAD", "ROWS", "WINDOW0", "ucb_backward_prefix", "windows"]
 
 #: First window of the common order (j's scored against the live i's).
@@ -104,10 +106,13 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     def threshold(best):
         return best - slack * (1.0 + jnp.abs(best))
 
-    def run(order, u_s, carry, first_block):
-        """The windows over ``order`` (j's by u descending, ``u_s`` their u)."""
+    def run(order, u_s, carry, first_block, skip=0):
+        """The windows over ``order`` (j's by u descending, ``u_s`` their u), less
+        those within its first ``skip`` j's (searched already)."""
         n = order.shape[0]
         for w, (start, size) in enumerate(windows(n)):
+            if start + size <= skip:
+                continue
             # every i is live in the first window: one block of K rows when it fits
             one = first_block and w == 0 and K * size <= CHUNK
             R = K if one else min(K, ROWS, max(16, CHUNK // size))
@@ -120,8 +125,7 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                 val = (V[js] + Bj[js])[None, :] + Ar[:, None] + c * jnp.sqrt(
                     jnp.maximum(sq, 0.0)
                 )
-                k = jnp.argmax(val, axis=1)
-                top = jnp.take_along_axis(val, k[:, None], axis=1)[:, 0]
+                top, k = _max_argmax(val, axis=1)
                 return top, js[k].astype(jnp.int32)
 
             def whole(carry, start=start, size=size):
@@ -175,9 +179,11 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     carry = run(head, u_h, carry, True)
     if n_head < K:
 
-        def tail(carry):  # the whole order again: j's tied with the head's last are
-            order = jnp.argsort(-u, stable=True)  # not lost; rescoring is harmless
-            return run(order, u[order], carry, False)
+        def tail(carry):  # the order past the head: lax.top_k and a stable sort
+            # put tied u's in the same order (lower index first), so the sort's
+            # first n_head j's are the head
+            order = jnp.argsort(-u, stable=True)
+            return run(order, u[order], carry, False, skip=n_head)
 
         carry = jax.lax.cond(
             jnp.any(u_h[-1] + Ap >= threshold(carry[0])), tail, lambda st: st, carry

@@ -118,3 +118,16 @@ def test_windows_cover_the_order_once():
         assert starts[0] == 0 and sum(n for _, n in wins) == K
         assert all(s + n == t for (s, n), t in zip(wins, starts[1:] + [K]))
         assert all(n <= max(decode_prefix.WINDOW0, s) for s, n in wins)
+
+
+def test_top_k_and_a_stable_sort_order_ties_alike():
+    """The tail of a step skips the sort's first HEAD j's as searched by the head:
+    that needs ``lax.top_k`` and ``argsort(stable=True)`` to order tied values alike
+    (lower index first), which this checks on heavily tied u's, -inf included."""
+    rng = np.random.default_rng(3)
+    u = np.round(rng.normal(size=700), 1)
+    u[rng.random(700) < 0.1] = -np.inf
+    n = decode_prefix.HEAD
+    _, head = jax.lax.top_k(jnp.asarray(u), n)
+    order = jnp.argsort(-jnp.asarray(u), stable=True)
+    np.testing.assert_array_equal(np.asarray(head), np.asarray(order[:n]))
