@@ -20,7 +20,11 @@ skipped. Once no i has a candidate left, every remaining pair is below its i's b
 and the step is exact: ``H(i) = best(i)`` (up to the rounding of the Gram form, as in
 the dense tables; the maxima are rescored with the direct norm). The first
 :data:`HEAD` j's come from ``lax.top_k``; the full sort (slow on XLA's CPU backend)
-runs only when some i may still find its best past them. In late rounds (a narrow
+runs only when some i may still find its best past them, puts the head's j's first
+(whatever order ``top_k`` gave tied u's) and is searched only past them. A window's
+best per row comes from two single-operand reductions
+(:func:`bayesrank.decode._max_argmax`): XLA's CPU backend runs the variadic
+``argmax`` reduction several times slower. In late rounds (a narrow
 bonus) one or two windows do: about 50,000 pair scores per step at K = 3,000. In
 early rounds (a wide bonus) most pairs stay in play and the work approaches K^2 pair
 scores, computed in blocks: memory stays O(K q + CHUNK).
@@ -107,8 +111,9 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
         return best - slack * (1.0 + jnp.abs(best))
 
     def run(order, u_s, carry, first_block, skip=0):
-        """The windows over ``order`` (j's by u descending, ``u_s`` their u), less
-        those within its first ``skip`` j's (searched already)."""
+        """The windows over ``order`` (j's by u descending past its first ``skip``,
+        ``u_s`` their u), less those within the first ``skip`` j's (searched
+        already)."""
         n = order.shape[0]
         for w, (start, size) in enumerate(windows(n)):
             if start + size <= skip:
@@ -179,10 +184,9 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     carry = run(head, u_h, carry, True)
     if n_head < K:
 
-        def tail(carry):  # the order past the head: lax.top_k and a stable sort
-            # put tied u's in the same order (lower index first), so the sort's
-            # first n_head j's are the head
-            order = jnp.argsort(-u, stable=True)
+        def tail(carry):  # the head's j's first (whatever order top_k gives tied
+            # u's), then every other j by u descending; search past the head
+            order = jnp.argsort(-u.at[head].set(jnp.inf), stable=True)
             return run(order, u[order], carry, False, skip=n_head)
 
         carry = jax.lax.cond(

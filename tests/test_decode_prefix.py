@@ -120,14 +120,26 @@ def test_windows_cover_the_order_once():
         assert all(n <= max(decode_prefix.WINDOW0, s) for s, n in wins)
 
 
-def test_top_k_and_a_stable_sort_order_ties_alike():
-    """The tail of a step skips the sort's first HEAD j's as searched by the head:
-    that needs ``lax.top_k`` and ``argsort(stable=True)`` to order tied values alike
-    (lower index first), which this checks on heavily tied u's, -inf included."""
-    rng = np.random.default_rng(3)
-    u = np.round(rng.normal(size=700), 1)
-    u[rng.random(700) < 0.1] = -np.inf
-    n = decode_prefix.HEAD
-    _, head = jax.lax.top_k(jnp.asarray(u), n)
-    order = jnp.argsort(-jnp.asarray(u), stable=True)
-    np.testing.assert_array_equal(np.asarray(head), np.asarray(order[:n]))
+def test_exact_whatever_order_top_k_gives_tied_values(monkeypatch):
+    """Every j tied in u at the head's boundary (all K of them here: unit vectors
+    whose means are exactly 0, so the shift is 0; no estimate part): the tail must
+    not skip j's that the head left out, whichever tied j's ``lax.top_k`` keeps. A
+    top_k that keeps the highest indices of a tie (still a valid top-k) leaves out
+    j = 0 and j = 1, the only best j's of rows 0 and 1."""
+    K = 300
+    e = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    Z = e[np.r_[0, 1, np.tile([2, 3], K)][:K]].T  # (1, 0), (-1, 0), then (0, +-1)
+    Ua, Ub = Z[None], 0.5 * Z[None]  # row i is best followed by j = i for i < 2
+    A = B = np.zeros((1, K))
+    c, mask = np.ones(1), np.ones(K, bool)
+    top_k = jax.lax.top_k
+
+    def ties_from_the_top(u, k):
+        vals, idx = top_k(u[::-1], k)
+        return vals, u.shape[0] - 1 - idx
+
+    monkeypatch.setattr(jax.lax, "top_k", ties_from_the_top)
+    to_go, ptr, _ = jax.jit(lambda *a: ucb_backward_prefix(*a))(A, B, Ua, Ub, c, mask)
+    H, _ = _dense_backward(A, B, Ua, Ub, c, mask)
+    np.testing.assert_allclose(np.asarray(to_go), H, rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(ptr)[0, :2], [0, 1])
