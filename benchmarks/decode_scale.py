@@ -7,7 +7,7 @@ instance generator), prints per policy and K:
 * ``select`` wall time through the class API (median over repeats, after compiling)
   with the fast host decoders forced (``decoder.FAST_K = 0``; "auto" picks them from
   ``FAST_K`` = 4,096 items, and on the CPU from ``FAST_K_MONOTONE`` = 640 items for a
-  point estimate under a monotone link and ``FAST_K_PREFIX`` = 1,500 for RankUCB) and,
+  point estimate under a monotone link and ``FAST_K_PREFIX`` = 512 for RankUCB) and,
   where the tables fit (K <= 3,000), the dense DP
   beside it, with the ratio dense / fast measured in the same run (RankTS with the
   identity link is separable: O(L K) on every path, no dense column);

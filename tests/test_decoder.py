@@ -92,9 +92,9 @@ def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu():
     ridge_ucb = UCBTables(np.zeros(L), get_link("identity"))
     assert jax.default_backend() == "cpu"
     assert (decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX, decoder.FAST_K) == (
-        640, 1500, 4096)
+        640, 512, 4096)
     assert not use_fast(mono, 639) and use_fast(mono, 640)
-    assert not use_fast(ridge_ucb, 1499) and use_fast(ridge_ucb, 1500)
+    assert not use_fast(ridge_ucb, 511) and use_fast(ridge_ucb, 512)
     assert not use_fast(ucb, 1500) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
     assert not use_fast(mono, 10**6, "dense") and use_fast(ucb, 10, "fast")
 
@@ -127,14 +127,15 @@ def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monk
         np.testing.assert_array_equal(g, w)
 
 
-def test_rank_ucb_at_1500_items_runs_the_prefix_search_and_picks_the_dense_list(
+def test_rank_ucb_at_the_threshold_runs_the_prefix_search_and_picks_the_dense_list(
         monkeypatch):
-    """RankUCB (ridge model, identity link) of 1,500 items under "auto" never builds
-    the K x K tables and picks the list of the dense DP, early (20 lists) and late."""
+    """RankUCB (ridge model, identity link) of FAST_K_PREFIX items under "auto" never
+    builds the K x K tables and picks the list of the dense DP, early (20 lists) and
+    late."""
     import bayesrank as br
     from bayesrank.policies import decoder
 
-    env = br.RankingEnv.paper(seed=2, K=1500, L=3, d=4)
+    env = br.RankingEnv.paper(seed=2, K=decoder.FAST_K_PREFIX, L=3, d=4)
     rng = np.random.default_rng(0)
     lists = rng.integers(0, env.K, size=(400, env.L))
     rewards = rng.normal(size=(400, env.L))

@@ -81,10 +81,11 @@ FAST_K_MONOTONE = 640
 #: Item count from which "auto" decodes UCB scores under the identity link (RankUCB,
 #: GenRankUCB) by the compiled prefix search of :mod:`bayesrank.decode_prefix`, on
 #: the CPU backend (the smaller of this and :data:`FAST_K` applies). In float32 it
-#: beats the dense DP from about 1,500 items in early and late rounds alike (3.8x and
-#: 9.7x at 1,500; at 1,000 the dense DP still wins early: 5.9 against 10.8 ms;
-#: ``benchmarks/decode_scale.py --float32``, 2 cores).
-FAST_K_PREFIX = 1500
+#: breaks even with the dense DP at about 300 items in early rounds and beats it from
+#: about 400 items in early and late rounds alike (1.2x and 1.6x at 400, 1.5x and 2.1x
+#: at 600, 1.7x and 3.5x at 1,000; float64 1.8x and 1.2x at 400;
+#: ``benchmarks/decode_scale.py --K 200 300 400 600 800 --float32``, 2 cores).
+FAST_K_PREFIX = 512
 METHODS = ("auto", "fast", "dense")
 
 
