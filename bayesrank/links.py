@@ -51,8 +51,9 @@ def _ones(z):
 
 
 def _logistic_deriv(z):
-    s = jax.nn.sigmoid(z)
-    return s * (1.0 - s)
+    # sigma(z) sigma(-z), not s (1 - s): 1 - s rounds to 0 once s rounds to 1
+    # (z > 17 in float32), where the slope is still about e^-z
+    return jax.nn.sigmoid(z) * jax.nn.sigmoid(-z)
 
 
 def _probit_deriv(z):

@@ -158,7 +158,8 @@ def make_policy(name, env):
         return br.RankUCB(items=env.items, w=env.w, seed=0)
     if name == "GLM-UCB":
         model = br.LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100)
-        return br.RankUCB(model=model, items=env.items, w=env.w, alpha=0.5)
+        # m2 = 0.5: with m2 = 1 the logistic slope bound here is 8e-7 (refused)
+        return br.RankUCB(model=model, items=env.items, w=env.w, alpha=0.5, m2=0.5)
     return br.GenRankUCB(items=env.items, L=env.L, seed=0)
 
 

@@ -34,7 +34,7 @@ def test_laplace_ucb_estimate_is_the_regularised_mle(cls):
     env = _env()
     s0 = 2.0
     model = br.LaplaceGLM(link="logistic", prior_scale=s0, n_max=500, tol=1e-12)
-    kw = {"w": env.w} if cls is not br.GenRankUCB else {"L": env.L}
+    kw = {"w": env.w} if cls is not br.GenRankUCB else {"L": env.L, "m3": 1.0}
     pol = cls(model=model, items=env.items, v0=env.v0, **kw)
     assert pol.lam == pytest.approx(1 / s0**2)
     theta0 = pol.theta_hat().copy()
@@ -89,6 +89,31 @@ def test_lam_must_match_the_models_regulariser():
     with pytest.raises(ValueError, match="lam: the model's MAP is regularised"):
         br.RankUCB(model=model, items=env.items, w=env.w, lam=1.0)
     assert br.RankUCB(model=model, items=env.items, w=env.w, lam=0.25).lam == 0.25
+
+
+def test_a_c1_that_would_swamp_every_estimate_is_refused_in_float64_too():
+    """GenRankUCB declares |w| <= m3 = 10 by default: on the logistic instance its
+    slope bound is about 2e-9 (closed form e^-z / (1 + e^-z)^2 at z = m2 max||x||),
+    a bonus of 5e8 widths that never lets the estimate matter. Float64 (these tests)
+    refuses it as float32 does; the instance's m3 = 1 gives a usable c1."""
+    env = _env()
+    with pytest.raises(ValueError, match=r"c1: .* below 1e-06"):
+        br.GenRankUCB(model=br.LaplaceGLM(link="logistic"), items=env.items, L=env.L)
+    pol = br.GenRankUCB(model=br.LaplaceGLM(link="logistic"), items=env.items,
+                        L=env.L, m3=1.0)
+    x_max = np.sqrt(2.0) * np.sqrt(1.0 + 1.0**2) * np.linalg.norm(env.items, axis=1).max()
+    assert pol.c1 == pytest.approx(np.exp(-x_max) / (1 + np.exp(-x_max)) ** 2, rel=1e-9)
+
+
+def test_logistic_slope_does_not_round_to_zero_in_float32():
+    """c1 comes from the link's derivative: in float32 ``s (1 - s)`` is 0 from z of
+    about 17, while the slope is e^-z / (1 + e^-z)^2 (closed form, float64)."""
+    from bayesrank.links import get_link
+
+    z = np.array([0.0, 5.0, 17.0, 20.1, 40.0])
+    got = np.asarray(get_link("logistic").deriv(jax.numpy.asarray(z, "float32")))
+    ref = np.exp(-z) / (1 + np.exp(-z)) ** 2
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
 
 
 def test_an_underflowing_c1_is_an_error_not_an_infinite_width():

@@ -159,19 +159,28 @@ def resolve_lam(model, lam):
     return lam
 
 
+#: The smallest c1 the UCB policies derive for themselves: below it the bonus, the
+#: width divided by c1, is over a million times the width and the estimate never
+#: matters (GenRankUCB with the default m3 = 10 on the paper's logistic instances
+#: has c1 of about 2e-9 and does not learn). An explicit ``c1=`` is taken as given.
+C1_MIN = 1e-6
+
+
 def resolve_c1(link, c1, m2: float, x_max: float) -> float:
-    """c1 for the width: 1 for the identity link, else given or ``link_constants``."""
+    """c1 for the width: 1 for the identity link, else given or ``link_constants``
+    (refused below :data:`C1_MIN`)."""
     if link.name == "identity":
         return 1.0
     if c1 is not None:
         return float(c1)
     z = m2 * x_max
     c1 = float(link_constants(link, z)[0])
-    if not (math.isfinite(c1) and c1 > 1e-12):
+    if not (math.isfinite(c1) and c1 >= C1_MIN):
         raise ValueError(
             f"c1: the {link.name} link's smallest slope on |z| <= m2 max||x|| = {z:.3g} "
-            f"is {c1:.3g}, so the width (divided by c1) would be infinite; give c1= "
-            "(no guarantee then), a smaller m2, or shorter item vectors"
+            f"is {c1:.3g}, below {C1_MIN:g}: the width divided by c1 would swamp every "
+            "estimate; give c1= (no guarantee then), a smaller m2 (m3 for GenRankUCB), "
+            "or shorter item vectors"
         )
     return c1
 
