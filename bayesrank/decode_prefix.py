@@ -111,8 +111,8 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
         return best - slack * (1.0 + jnp.abs(best))
 
     def run(order, u_s, carry, first_block, skip=0):
-        """The windows over ``order`` (j's by u descending past its first ``skip``,
-        ``u_s`` their u), less those within the first ``skip`` j's (searched
+        """The windows over ``order`` (``u_s`` their u, descending after the first
+        ``skip`` j's), skipping the windows within those ``skip`` j's (searched
         already)."""
         n = order.shape[0]
         for w, (start, size) in enumerate(windows(n)):

@@ -16,6 +16,12 @@ def _env():
     return br.RankingEnv.paper(seed=0, K=5, L=2, d=3, w_max=1.0, link="logistic")
 
 
+def _shape_kw(cls, env, **gen):
+    """What each UCB class takes besides the items: w, or L (and ``gen``) for
+    GenRankUCB, which learns w."""
+    return {"w": env.w} if cls is not br.GenRankUCB else {"L": env.L, **gen}
+
+
 def _loop(pol, env, T, seed=0):
     regrets = []
     for t in range(T):
@@ -34,8 +40,7 @@ def test_laplace_ucb_estimate_is_the_regularised_mle(cls):
     env = _env()
     s0 = 2.0
     model = br.LaplaceGLM(link="logistic", prior_scale=s0, n_max=500, tol=1e-12)
-    kw = {"w": env.w} if cls is not br.GenRankUCB else {"L": env.L, "m3": 1.0}
-    pol = cls(model=model, items=env.items, v0=env.v0, **kw)
+    pol = cls(model=model, items=env.items, v0=env.v0, **_shape_kw(cls, env, m3=1.0))
     assert pol.lam == pytest.approx(1 / s0**2)
     theta0 = pol.theta_hat().copy()
     _loop(pol, env, 120)
@@ -143,8 +148,8 @@ def test_every_ucb_policy_and_link_learns_with_laplace(cls, link):
     2e-9 and the bonus swamps every estimate."""
     env = br.RankingEnv.paper(seed=0, K=5, L=2, d=3, w_max=1.0, link=link)
     model = br.LaplaceGLM(link=link, prior_scale=1.0, n_max=1200)
-    kw = {"w": env.w} if cls is not br.GenRankUCB else {"L": env.L, "m3": 1.0}
-    pol = cls(model=model, items=env.items, v0=env.v0, alpha=0.5, **kw)
+    pol = cls(model=model, items=env.items, v0=env.v0, alpha=0.5,
+              **_shape_kw(cls, env, m3=1.0))
     theta0 = np.asarray(pol.theta_hat()).copy()
     reg = _loop(pol, env, 1000, seed=2)
     assert not np.array_equal(np.asarray(pol.theta_hat()), theta0)

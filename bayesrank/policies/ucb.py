@@ -70,7 +70,8 @@ from bayesrank.policies.estimate import Optimistic
 from bayesrank.policies.features import window_features
 
 __all__ = [
-    "RankUCB", "UCBPolicy", "default_model", "rank_ucb", "resolve_c1", "resolve_lam",
+    "C1_MIN", "RankUCB", "UCBPolicy", "default_model", "rank_ucb", "resolve_c1",
+    "resolve_lam",
 ]
 
 
