@@ -1,0 +1,171 @@
+"""Benchmark (pruning, not time): how many UCB pairs each separable bound leaves in play.
+
+RankUCB's backward step is ``H(i) = max_j [V(j) + Ai_i + Bj_j + c ||Ui_i + Uj_j||]``.
+With each row's exact best known in advance (from the dense table: an *oracle*, the
+least any search pruned by the bound could score), prints per step the share of
+the K^2 pairs whose upper bound still reaches their row's best, for
+
+* one global shift mu (the compiled prefix search's bound,
+  ``||Ui + Uj|| <= ||Ui + mu|| + ||Uj - mu||``): mu = 0, the mean of the Uj, minus
+  the mean of the Ui;
+* column groups: the j's in C groups around centres m_s (Lloyd's k-means, strided
+  seeds), each j keeping its own distance to its centre:
+  ``||Ui + Uj|| <= ||Ui + m_s|| + ||Uj - m_s||``;
+* the same groups with a ball radius per group (``||Uj - m_s|| <= r_s``).
+
+A second table models the compiled prefix search (:mod:`bayesrank.decode_prefix`) in
+NumPy: the j's sorted by their global-shift bound, scored in its windows against
+the rows whose bound still reaches their best so far; and the same with each row's
+window test refined by the column groups (the largest group bound over the window's
+j's). It prints the share of pairs scored.
+
+On RankUCB after ``--observed`` random lists (20: early rounds, a wide bonus; the
+paper's instance, L = 4, d = 10), in float64. The README's notes on the early-round
+target of the catalogue-scale issue quote this script.
+
+Usage:
+    python benchmarks/ucb_bounds.py                 # K = 3,000, 20 lists
+    python benchmarks/ucb_bounds.py --K 1000 --observed 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bayesrank as br  # noqa: E402
+from _common import machine, parse  # noqa: E402
+from bayesrank.policies import decoder  # noqa: E402
+from bayesrank.decode_prefix import windows  # noqa: E402
+from decode_scale import D, FAST_K_DEFAULT, L, build, observe  # noqa: E402
+
+
+def groups(X, C, iters=10):
+    """Lloyd's k-means on the rows of X from C strided seeds: (labels, centres)."""
+    cen = X[np.linspace(0, len(X) - 1, C).astype(int)].copy()
+    for _ in range(iters):
+        lab = ((X[:, None, :] - cen[None]) ** 2).sum(2).argmin(1)
+        for s in range(C):
+            if np.any(lab == s):
+                cen[s] = X[lab == s].mean(0)
+    return ((X[:, None, :] - cen[None]) ** 2).sum(2).argmin(1), cen
+
+
+def in_play(bound, S, best):
+    """Share of pairs whose bound reaches their row's best (checking first that it
+    bounds every exact score S, up to rounding)."""
+    if not np.all(bound >= S - 1e-9 * (1.0 + np.abs(S))):
+        raise AssertionError("a bound is below an exact pair score")
+    return float(np.mean(bound >= best[:, None]))
+
+
+def step_shares(V, Ai, Bj, Ui, Uj, c, Cs):
+    """(best (K,), {bound name: share of pairs in play}) for one backward step."""
+    v = V + Bj
+    S = v[None, :] + Ai[:, None] + c * np.linalg.norm(Ui[:, None] + Uj[None], axis=2)
+    best = S.max(1)
+    out = {}
+    for name, mu in (("mu=0", 0 * Uj[0]), ("mu=mean Uj", Uj.mean(0)),
+                     ("mu=-mean Ui", -Ui.mean(0))):
+        bound = ((v + c * np.linalg.norm(Uj - mu, axis=1))[None, :] + Ai[:, None]
+                 + c * np.linalg.norm(Ui + mu, axis=1)[:, None])
+        out[name] = in_play(bound, S, best)
+    for C in Cs:
+        lab, cen = groups(Uj, C)
+        to_centre = np.linalg.norm(Ui[:, None] + cen[None], axis=2)  # (K, C)
+        own = np.linalg.norm(Uj - cen[lab], axis=1)
+        radius = np.array([own[lab == s].max() if np.any(lab == s) else 0.0
+                           for s in range(C)])
+        row = Ai[:, None] + c * to_centre[:, lab]
+        out[f"{C} groups"] = in_play(row + (v + c * own)[None, :], S, best)
+        out[f"{C} balls"] = in_play(row + (v + c * radius[lab])[None, :], S, best)
+    return best, out
+
+
+def windowed_shares(V, Ai, Bj, Ui, Uj, c, Cs):
+    """{search: share of pairs scored} of the NumPy model of the windowed search,
+    per global shift, plain and with each row's window test refined by groups."""
+    v = V + Bj
+    K = len(v)
+    S = v[None, :] + Ai[:, None] + c * np.linalg.norm(Ui[:, None] + Uj[None], axis=2)
+    refine = {C: groups(Uj, C) for C in Cs}
+    out = {}
+    for name, mu in (("mu=0", 0 * Uj[0]), ("mu=mean Uj", Uj.mean(0)),
+                     ("mu=-mean Ui", -Ui.mean(0))):
+        u = v + c * np.linalg.norm(Uj - mu, axis=1)
+        ap = Ai + c * np.linalg.norm(Ui + mu, axis=1)
+        order = np.argsort(-u, kind="stable")
+        for C in (None, *Cs):
+            if C is not None:
+                lab, cen = refine[C]
+                u_g = v + c * np.linalg.norm(Uj - cen[lab], axis=1)
+                ap_g = Ai[:, None] + c * np.linalg.norm(Ui[:, None] + cen[None], axis=2)
+            best = np.full(K, -np.inf)
+            pairs = 0
+            for start, size in windows(K):
+                js = order[start:start + size]
+                live = u[js[0]] + ap >= best
+                if C is not None:
+                    top = np.full(C, -np.inf)
+                    np.maximum.at(top, lab[js], u_g[js])
+                    live &= (top[None, :] + ap_g).max(1) >= best
+                pairs += int(live.sum()) * size
+                best[live] = np.maximum(best[live], S[np.ix_(live, js)].max(1))
+            if not np.allclose(best, S.max(1)):
+                raise AssertionError("the windowed model missed a row's best")
+            out[name if C is None else f"{name}, {C} groups"] = pairs / K**2
+    return out
+
+
+def table(rows):
+    """Print {step: {name: share}} as a Markdown table."""
+    names = list(rows[0][1])
+    print("| step (backward) | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for l, shares in rows:
+        print(f"| {l + 2} -> {l + 1} | "
+              + " | ".join(f"{100 * shares[n]:.1f} %" for n in names) + " |")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--K", type=int, default=3000)
+    ap.add_argument("--observed", type=int, default=20,
+                    help="random lists observed before the select (20: early rounds)")
+    ap.add_argument("--groups", type=int, nargs="+", default=[16, 64, 256])
+    ap.add_argument("--window-groups", type=int, nargs="+", default=[16, 32])
+    args = parse(ap, argv, K=300, groups=[8, 32], window_groups=[8])
+    jax.config.update("jax_enable_x64", True)
+    env = br.RankingEnv.paper(seed=0, K=args.K, L=L, d=D)
+    pol = build("ucb", env, "fast")
+    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
+    observe(pol, env, args.observed, 1)
+    pol.select()
+    tabs = pol.core.tables
+    A, B, Ua, Ub, c = (np.asarray(x) for x in
+                       tabs.factors(tabs.rest(pol._last.params, pol.state.items)))
+    print(machine())
+    print(f"RankUCB after {args.observed} lists, K = {args.K:,d}: share of the K^2 pairs "
+          "of each backward step whose bound reaches the row's exact best\n")
+    H = np.zeros(args.K)
+    rows, scored = [], []
+    for l in range(A.shape[0] - 1, -1, -1):
+        V = H
+        H, shares = step_shares(V, B[l], A[l], Ub[l].T, Ua[l].T, c[l], args.groups)
+        rows.append((l, shares))
+        scored.append((l, windowed_shares(V, B[l], A[l], Ub[l].T, Ua[l].T, c[l],
+                                          args.window_groups)))
+    table(rows)
+    print("\nShare of the pairs scored by a NumPy model of the windowed prefix search "
+          "(global shift; refined by column groups)\n")
+    table(scored)
+
+
+if __name__ == "__main__":
+    main()
