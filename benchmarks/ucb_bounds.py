@@ -65,14 +65,23 @@ def in_play(bound, S, best):
     return float(np.mean(bound >= best[:, None]))
 
 
-def step_shares(V, Ai, Bj, Ui, Uj, c, Cs):
-    """(best (K,), {bound name: share of pairs in play}) for one backward step."""
+def scores(V, Ai, Bj, Ui, Uj, c):
+    """The step's exact pair scores S (K, K): row i, column j."""
+    return (V + Bj)[None, :] + Ai[:, None] + c * np.linalg.norm(Ui[:, None] + Uj[None],
+                                                                axis=2)
+
+
+def shifts(Ui, Uj):
+    """The global shifts compared: (name, mu)."""
+    return (("mu=0", 0 * Uj[0]), ("mu=mean Uj", Uj.mean(0)), ("mu=-mean Ui", -Ui.mean(0)))
+
+
+def step_shares(S, V, Ai, Bj, Ui, Uj, c, Cs):
+    """{bound name: share of pairs in play} for one backward step (S its scores)."""
     v = V + Bj
-    S = v[None, :] + Ai[:, None] + c * np.linalg.norm(Ui[:, None] + Uj[None], axis=2)
     best = S.max(1)
     out = {}
-    for name, mu in (("mu=0", 0 * Uj[0]), ("mu=mean Uj", Uj.mean(0)),
-                     ("mu=-mean Ui", -Ui.mean(0))):
+    for name, mu in shifts(Ui, Uj):
         bound = ((v + c * np.linalg.norm(Uj - mu, axis=1))[None, :] + Ai[:, None]
                  + c * np.linalg.norm(Ui + mu, axis=1)[:, None])
         out[name] = in_play(bound, S, best)
@@ -85,19 +94,17 @@ def step_shares(V, Ai, Bj, Ui, Uj, c, Cs):
         row = Ai[:, None] + c * to_centre[:, lab]
         out[f"{C} groups"] = in_play(row + (v + c * own)[None, :], S, best)
         out[f"{C} balls"] = in_play(row + (v + c * radius[lab])[None, :], S, best)
-    return best, out
+    return out
 
 
-def windowed_shares(V, Ai, Bj, Ui, Uj, c, Cs):
+def windowed_shares(S, V, Ai, Bj, Ui, Uj, c, Cs):
     """{search: share of pairs scored} of the NumPy model of the windowed search,
     per global shift, plain and with each row's window test refined by groups."""
     v = V + Bj
     K = len(v)
-    S = v[None, :] + Ai[:, None] + c * np.linalg.norm(Ui[:, None] + Uj[None], axis=2)
     refine = {C: groups(Uj, C) for C in Cs}
     out = {}
-    for name, mu in (("mu=0", 0 * Uj[0]), ("mu=mean Uj", Uj.mean(0)),
-                     ("mu=-mean Ui", -Ui.mean(0))):
+    for name, mu in shifts(Ui, Uj):
         u = v + c * np.linalg.norm(Uj - mu, axis=1)
         ap = Ai + c * np.linalg.norm(Ui + mu, axis=1)
         order = np.argsort(-u, kind="stable")
@@ -156,11 +163,11 @@ def main(argv=None):
     H = np.zeros(args.K)
     rows, scored = [], []
     for l in range(A.shape[0] - 1, -1, -1):
-        V = H
-        H, shares = step_shares(V, B[l], A[l], Ub[l].T, Ua[l].T, c[l], args.groups)
-        rows.append((l, shares))
-        scored.append((l, windowed_shares(V, B[l], A[l], Ub[l].T, Ua[l].T, c[l],
-                                          args.window_groups)))
+        step = (H, B[l], A[l], Ub[l].T, Ua[l].T, c[l])
+        S = scores(*step)
+        rows.append((l, step_shares(S, *step, args.groups)))
+        scored.append((l, windowed_shares(S, *step, args.window_groups)))
+        H = S.max(1)
     table(rows)
     print("\nShare of the pairs scored by a NumPy model of the windowed prefix search "
           "(global shift; refined by column groups)\n")
