@@ -13,16 +13,23 @@ that can win are a prefix of that order: those with ``u_j >= best(i) - B'_i``, w
 ``best(i)`` is any exact score already found for i.
 
 The search runs in XLA, in *windows* of that order: the first 16 j's, the next 16,
-then 32, 64, ... A window scores only the i's that still have a candidate in it
-(gathered, in chunks of at most :data:`ROWS` rows), exactly, in the Gram form
-``|a|^2 + 2 a.b + |b|^2``, and raises their ``best(i)``; a window with no such i is
-skipped. Once no i has a candidate left, every remaining pair is below its i's best
-and the step is exact: ``H(i) = best(i)`` (up to the rounding of the Gram form, as in
-the dense tables; the maxima are rescored with the direct norm). The first
-:data:`HEAD` j's come from ``lax.top_k``; the full sort (slow on XLA's CPU backend)
-runs only when some i may still find its best past them, puts the head's j's first
-(whatever order ``top_k`` gave tied u's) and is searched only past them. A window's
-best per row comes from two single-operand reductions
+then 32, 64, ... A window scores only the i's that still have a candidate in it,
+``max(u_j in the window) >= best(i) - B'_i`` (gathered, in chunks of at most
+:data:`ROWS` rows), exactly, in the Gram form ``|a|^2 + 2 a.b + |b|^2``, and raises
+their ``best(i)``; a window with no such i is skipped. Once no i has a candidate
+left, every remaining pair is below its i's best and the step is exact:
+``H(i) = best(i)`` (up to the rounding of the Gram form, as in the dense tables; the
+maxima are rescored with the direct norm). Because each window tests the exact
+maximum of its u's, the order only has to be a permutation for the step to be
+exact; the closer it is to sorted, the fewer pairs are scored. The first
+:data:`HEAD` j's come from ``lax.top_k`` (on float32 values: XLA's CPU TopK
+falls back to a full sort for float64); the rest of the order, needed only when
+some i may still find its best past the head, puts the head's j's first and the
+others by u descending, quantised into one int32 key per j (a single-operand
+sort, about 3x faster than an argsort on XLA's CPU backend), and is searched only
+past the head. A window's live i's are compacted by an associative scan
+(``jnp.nonzero``'s reduce-window cumulative sum is about 7x slower on CPU). A
+window's best per row comes from two single-operand reductions
 (:func:`bayesrank.decode._max_argmax`): XLA's CPU backend runs the variadic
 ``argmax`` reduction several times slower. In late rounds (a narrow
 bonus) one or two windows do: about 50,000 pair scores per step at K = 3,000. In
@@ -94,6 +101,53 @@ def _center(a, b, n: int = 256):
     return cands[jnp.argmin(cost)]
 
 
+def _compact(live):
+    """``(idx, n)``: the indices of the True entries of ``live``, ascending, then zeros
+    (K in all, int32), and their number.
+
+    The same as ``jnp.nonzero(live, size=K)``, from an associative scan: on XLA's CPU
+    backend ``nonzero``'s cumulative sum is a reduce-window, about 7x slower at
+    K = 3,000 (190 against 27 microseconds, measured), and a step compacts its live
+    rows once per window.
+    """
+    K = live.shape[0]
+    pos = jax.lax.associative_scan(jnp.add, live.astype(jnp.int32))
+    idx = jnp.zeros(K, jnp.int32).at[jnp.where(live, pos - 1, K)].set(
+        jnp.arange(K, dtype=jnp.int32), mode="drop")
+    return idx, pos[-1]
+
+
+def _head(u, n: int):
+    """Indices of the ``n`` largest u (ties: any), by ``lax.top_k`` on float32 values.
+
+    XLA's CPU TopK takes float32 only: on float64 it falls back to a full sort
+    (0.3 ms at K = 3,000, 14 ms at K = 100,000, against 0.05 and 0.3 ms). Rounding to
+    float32 may swap near-equal u's; the search tests each window's exact maximum of
+    u, so the order only has to be a permutation. (The barrier keeps XLA from turning
+    the top_k into a full sort when later windows slice its output; seen on jax 0.12's
+    CPU backend.)
+    """
+    return jax.lax.optimization_barrier(jax.lax.top_k(u.astype(jnp.float32), n)[1])
+
+
+def _order(u, head):
+    """Every j: the ``head``'s first, then the others by u descending, up to a
+    quantisation of u. One int32 key per j (the quantised u above the bits of the
+    index) sorted as a single operand: on XLA's CPU backend about 3x faster than an
+    argsort (a two-operand sort). Non-finite u's go last."""
+    K = u.shape[0]
+    bits = max(1, (K - 1).bit_length())
+    levels = (1 << (31 - bits)) - 3  # q in [0, levels + 2]: (q << bits) < 2^31
+    fin = jnp.isfinite(u)
+    hi = jnp.max(jnp.where(fin, u, -jnp.inf))
+    lo = jnp.min(jnp.where(fin, u, jnp.inf))
+    span = jnp.where(hi > lo, hi - lo, 1.0)
+    q = jnp.floor(jnp.clip((hi - jnp.where(fin, u, lo)) / span, 0.0, 1.0) * levels)
+    q = jnp.where(fin, q.astype(jnp.int32) + 1, levels + 2).at[head].set(0)
+    key = (q << bits) | jnp.arange(K, dtype=jnp.int32)
+    return jnp.sort(key) & ((1 << bits) - 1)
+
+
 def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     """One exact step ``H(i) = max_j V(j) + Ai_i + Bj_j + c||Ui_i + Uj_j||``:
     returns (H (K,), arg (K,) int32, pair scores computed ())."""
@@ -110,20 +164,21 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     def threshold(best):
         return best - slack * (1.0 + jnp.abs(best))
 
-    def run(order, u_s, carry, first_block, skip=0):
-        """The windows over ``order`` (``u_s`` their u, descending after the first
-        ``skip`` j's), skipping the windows within those ``skip`` j's (searched
-        already)."""
+    def run(order, carry, first_block, skip=0):
+        """The windows over ``order``, skipping those within its first ``skip`` j's
+        (searched already). A window's test uses the exact maximum of its u's."""
         n = order.shape[0]
         for w, (start, size) in enumerate(windows(n)):
             if start + size <= skip:
                 continue
+            js = order[start:start + size]
+            top_u = jnp.max(u[js])
             # every i is live in the first window: one block of K rows when it fits
             one = first_block and w == 0 and K * size <= CHUNK
             R = K if one else min(K, ROWS, max(16, CHUNK // size))
 
-            def block(Ur, nr2, Ar, js):
-                """Exact scores of rows (their U, |U|^2, A) against the j's ``js``:
+            def block(Ur, nr2, Ar, js=js):
+                """Exact scores of rows (their U, |U|^2, A) against the window's j's:
                 each row's best value and its j."""
                 Uw = Uj[js]
                 sq = nr2[:, None] + 2.0 * (Ur @ Uw.T) + jnp.sum(Uw * Uw, axis=1)[None, :]
@@ -133,21 +188,17 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                 top, k = _max_argmax(val, axis=1)
                 return top, js[k].astype(jnp.int32)
 
-            def whole(carry, start=start, size=size):
+            def whole(carry, size=size, block=block):
                 """Every row against the window's j's (no gather of rows)."""
                 best, arg, evals = carry
-                js = jax.lax.dynamic_slice_in_dim(order, start, size)
-                top, jbest = block(Ui, ni2, Ai, js)
+                top, jbest = block(Ui, ni2, Ai)
                 better = top > best
                 return (jnp.where(better, top, best), jnp.where(better, jbest, arg),
                         evals + K * size)
 
-            def score(carry, start=start, size=size, R=R):
+            def score(carry, size=size, R=R, top_u=top_u, block=block):
                 """Score the live i's against the window's j's, R rows at a time."""
-                js = jax.lax.dynamic_slice_in_dim(order, start, size)
-                live_i = u_s[start] + Ap >= threshold(carry[0])
-                n_live = jnp.sum(live_i)
-                idx = jnp.nonzero(live_i, size=K, fill_value=0)[0]
+                idx, n_live = _compact(top_u + Ap >= threshold(carry[0]))
 
                 def chunk(st):
                     r0, best, arg, evals = st
@@ -155,7 +206,7 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                     ii = jax.lax.dynamic_slice_in_dim(idx, s0, R)
                     ii = jnp.where(s0 + jnp.arange(R) < n_live, ii, K)  # K: dropped
                     ic = jnp.minimum(ii, K - 1)
-                    top, jbest = block(Ui[ic], ni2[ic], Ai[ic], js)
+                    top, jbest = block(Ui[ic], ni2[ic], Ai[ic])
                     tgt = jnp.where(top > best[ic], ii, K)
                     best = best.at[tgt].set(top, mode="drop")
                     arg = arg.at[tgt].set(jbest, mode="drop")
@@ -167,7 +218,7 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                 return best, arg, evals
 
             carry = jax.lax.cond(
-                jnp.any(u_s[start] + Ap >= threshold(carry[0])),
+                jnp.any(top_u + Ap >= threshold(carry[0])),
                 whole if R == K else score, lambda st: st,
                 carry,
             )
@@ -175,22 +226,16 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
 
     carry = (jnp.full(K, -jnp.inf, dtype), jnp.zeros(K, jnp.int32),
              jnp.zeros((), jnp.int32))
-    # the head of the order by top_k (a full sort costs about 0.4 ms at K = 3,000 on
-    # XLA's CPU backend); the rest only if some i may still find its best past it
+    # the head of the order by top_k (a full sort is slow on XLA's CPU backend); the
+    # rest only if some i may still find its best past it
     n_head = min(K, HEAD)
-    # (the barrier keeps XLA from turning the top_k into a full sort when later
-    # windows slice its output; seen on jax 0.12's CPU backend)
-    u_h, head = jax.lax.optimization_barrier(jax.lax.top_k(u, n_head))
-    carry = run(head, u_h, carry, True)
+    head = _head(u, n_head)
+    carry = run(head, carry, True)
     if n_head < K:
-
-        def tail(carry):  # the head's j's first (whatever order top_k gives tied
-            # u's), then every other j by u descending; search past the head
-            order = jnp.argsort(-u.at[head].set(jnp.inf), stable=True)
-            return run(order, u[order], carry, False, skip=n_head)
-
+        rest_u = jnp.max(u.at[head].set(-jnp.inf))
         carry = jax.lax.cond(
-            jnp.any(u_h[-1] + Ap >= threshold(carry[0])), tail, lambda st: st, carry
+            jnp.any(rest_u + Ap >= threshold(carry[0])),
+            lambda st: run(_order(u, head), st, False, skip=n_head), lambda st: st, carry
         )
     best, arg, evals = carry
     # rescore the maxima with the direct norm (the blocks use the Gram form)

@@ -143,3 +143,58 @@ def test_exact_whatever_order_top_k_gives_tied_values(monkeypatch):
     H, _ = _dense_backward(A, B, Ua, Ub, c, mask)
     np.testing.assert_allclose(np.asarray(to_go), H, rtol=1e-12)
     np.testing.assert_array_equal(np.asarray(ptr)[0, :2], [0, 1])
+
+
+@pytest.mark.parametrize("K", [1, 7, 300, 3000])
+def test_compact_equals_nonzero(K):
+    """``_compact`` lists the True entries in ascending order, then zeros, and counts
+    them: as NumPy's ``flatnonzero`` (random masks, none and all True)."""
+    rng = np.random.default_rng(K)
+    for live in (rng.random(K) < 0.3, np.zeros(K, bool), np.ones(K, bool)):
+        idx, n = jax.jit(decode_prefix._compact)(jnp.asarray(live))
+        want = np.flatnonzero(live)
+        assert int(n) == want.size
+        np.testing.assert_array_equal(np.asarray(idx), np.r_[want, np.zeros(K - want.size)])
+
+
+@pytest.mark.parametrize("K", [300, 3000])
+def test_order_puts_the_head_first_then_u_descending(K):
+    """``_order`` is a permutation: the head's j's first, then the other j's by u
+    descending up to one quantisation step of u's finite range, -inf last."""
+    rng = np.random.default_rng(K)
+    u = rng.normal(size=K) * 10.0 ** rng.integers(-3, 4, size=K)
+    u[rng.random(K) < 0.1] = -np.inf
+    u[:5] = u[5]  # ties
+    head = rng.choice(K, 40, replace=False)
+    order = np.asarray(jax.jit(decode_prefix._order)(jnp.asarray(u), jnp.asarray(head)))
+    np.testing.assert_array_equal(np.sort(order), np.arange(K))
+    assert set(order[:40]) == set(head)
+    rest = u[order[40:]]
+    fin = np.isfinite(u)
+    step = (u[fin].max() - u[fin].min()) / ((1 << (31 - (K - 1).bit_length())) - 3)
+    assert np.all(np.diff(rest[np.isfinite(rest)]) <= step)
+    assert not np.isfinite(rest[np.isfinite(rest).sum():]).any()
+
+
+@pytest.mark.parametrize("case", ["early", "mask", "ties"])
+def test_exact_whatever_the_order(case, monkeypatch):
+    """Each window tests the exact maximum of its u's, so any head and any order of
+    the rest give the dense DP's values: here a random head and random orders."""
+    A, B, Ua, Ub, c, mask = _instance(case, 700)
+    rng = np.random.default_rng(0)
+
+    def head(u, n):
+        return jnp.asarray(rng.permutation(u.shape[0])[:n], jnp.int32)
+
+    def order(u, head):
+        rest = np.setdiff1d(np.arange(u.shape[0]), np.asarray(head))
+        return jnp.asarray(np.r_[np.asarray(head), rng.permutation(rest)], jnp.int32)
+
+    monkeypatch.setattr(decode_prefix, "_head", head)
+    monkeypatch.setattr(decode_prefix, "_order",
+                        lambda u, h: jax.pure_callback(
+                            lambda u, h: np.asarray(order(u, h)),
+                            jax.ShapeDtypeStruct(u.shape, jnp.int32), u, h))
+    to_go, _, _ = jax.jit(lambda *a: ucb_backward_prefix(*a))(A, B, Ua, Ub, c, mask)
+    H, _ = _dense_backward(A, B, Ua, Ub, c, mask)
+    np.testing.assert_allclose(np.asarray(to_go)[mask], H[mask], rtol=1e-10, atol=1e-10)
