@@ -1,0 +1,115 @@
+"""Benchmark: the compiled UCB backward pass against an earlier version of itself.
+
+Loads ``bayesrank/decode_prefix.py`` as it was at ``--against`` (a git revision of
+this repository, read with ``git show``) beside the current module, and times both
+backward passes (``ucb_backward_prefix``, jitted, after compiling) in turns on
+RankUCB's own factors after ``--observed`` random lists (20: early rounds, a wide
+bonus; 20,000: late rounds, a narrow one), L = 4, d = 10, the paper's instances.
+Prints the median time of each, their ratio, the pair scores of each, and checks that
+both return the same values to go.
+
+Without git or without that revision (a shallow clone, an unpacked archive) it says
+so and times the current version alone.
+
+Usage:
+    python benchmarks/prefix_versions.py                      # against 1a40259
+    python benchmarks/prefix_versions.py --K 3000 --float32
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bayesrank as br  # noqa: E402
+from _common import interleaved, machine, parse  # noqa: E402
+from bayesrank import decode_prefix  # noqa: E402
+from bayesrank.policies import decoder  # noqa: E402
+from decode_scale import D, FAST_K_DEFAULT, L, build, observe  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def previous(rev: str):
+    """The module ``bayesrank/decode_prefix.py`` at git revision ``rev`` of this
+    repository, or None (with the reason printed) when git cannot show it."""
+    try:
+        src = subprocess.run(
+            ["git", "show", f"{rev}:bayesrank/decode_prefix.py"], cwd=ROOT,
+            check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as err:
+        print(f"revision {rev} not available ({err}); timing the current version only")
+        return None
+    mod = types.ModuleType(f"decode_prefix_{rev}")
+    exec(compile(src, f"{rev}:bayesrank/decode_prefix.py", "exec"), mod.__dict__)
+    return mod
+
+
+def factors(K: int, n_obs: int):
+    """RankUCB's (A, B, Ua, Ub, c, mask) after n_obs random lists on a paper instance."""
+    env = br.RankingEnv.paper(seed=0, K=K, L=L, d=D)
+    pol = build("ucb", env, "fast")
+    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
+    observe(pol, env, n_obs, seed=1)
+    pol.select()
+    tabs = pol.core.tables
+    A, B, Ua, Ub, c = tabs.factors(tabs.rest(pol._last.params, pol.state.items))
+    return A, B, Ua, Ub, c, np.ones(K, bool)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", default="1a40259", help="git revision to compare with")
+    ap.add_argument("--K", type=int, nargs="+", default=[1000, 3000, 100000])
+    ap.add_argument("--observed", type=int, nargs="+", default=[20, 20000])
+    ap.add_argument("--early-max-K", type=int, default=10000,
+                    help="largest K for the early rounds (about K^2 work)")
+    ap.add_argument("--rounds", type=int, default=15,
+                    help="rounds of the interleaved timing (3 above K = 10,000)")
+    ap.add_argument("--float32", action="store_true",
+                    help="run in float32 (the library's default) instead of float64")
+    args = parse(ap, argv, K=[300], observed=[20], rounds=3)
+    jax.config.update("jax_enable_x64", not args.float32)
+    old = previous(args.against)
+    print(machine())
+    print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}; backward pass alone, "
+          f"median of interleaved rounds\n")
+    print(f"| lists observed | K | {args.against} | current | {args.against} / current "
+          "| pair scores (old / current) |")
+    print("|---|---|---|---|---|---|")
+    for K in args.K:
+        for n_obs in args.observed:
+            if n_obs < 1000 and K > args.early_max_K:
+                continue
+            inst = factors(K, n_obs)
+            fns = {"current": jax.jit(decode_prefix.ucb_backward_prefix)}
+            if old is not None:
+                fns["old"] = jax.jit(old.ucb_backward_prefix)
+            out = {k: f(*inst) for k, f in fns.items()}
+            calls = {k: (lambda f=f: jax.block_until_ready(f(*inst))) for k, f in fns.items()}
+            rounds = args.rounds if K <= 10000 else min(args.rounds, 3)
+            t = interleaved(calls, rounds=rounds, number=1, warmup=1)
+            cur = f"{1e3 * t['current']:.2f} ms"
+            pairs = int(np.asarray(out["current"][2]).sum())
+            if old is None:
+                print(f"| {n_obs:,d} | {K:,d} | - | {cur} | - | - / {pairs:,d} |")
+                continue
+            H_old, H_new = (np.asarray(out[k][0], np.float64) for k in ("old", "current"))
+            tol = 1e-4 if args.float32 else 1e-9
+            if not np.allclose(H_old, H_new, rtol=tol, atol=tol):
+                raise AssertionError(f"K={K}, {n_obs} lists: the versions disagree")
+            print(f"| {n_obs:,d} | {K:,d} | {1e3 * t['old']:.2f} ms | {cur} | "
+                  f"{t['old'] / t['current']:.2f}x | "
+                  f"{int(np.asarray(out['old'][2]).sum()):,d} / {pairs:,d} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
