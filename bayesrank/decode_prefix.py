@@ -174,6 +174,8 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     u = jnp.where(src, V + Bj + c * jnp.sqrt(_sq_cols(Uj + mu[:, None])) * grow,
                   -jnp.inf)
     ni2 = _sq_cols(Ui)
+    nj2 = _sq_cols(Uj)
+    g = V + Bj
 
     def threshold(best):
         return best - slack * (1.0 + jnp.abs(best))
@@ -191,29 +193,31 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
             one = first_block and w == 0 and K * size <= CHUNK
             R = K if one else min(K, ROWS, max(16, CHUNK // size))
 
-            def block(Ur, nr2, Ar, js=js):
+            def block(Ur, nr2, Ar, cols):
                 """Exact scores of rows (their U (q, rows), |U|^2, A) against the
-                window's j's: each row's best value and its j."""
-                Uw = Uj[:, js]
-                sq = (nr2[:, None] + 2.0 * jnp.einsum("qr,qw->rw", Ur, Uw)
-                      + _sq_cols(Uw)[None, :])
-                val = (V[js] + Bj[js])[None, :] + Ar[:, None] + c * jnp.sqrt(
-                    jnp.maximum(sq, 0.0)
-                )
+                window's j's (``cols``: their indices, U, |U|^2 and V + Bj, gathered
+                once per window): each row's best value and its j."""
+                js, Uw, nw2, gw = cols
+                sq = nr2[:, None] + 2.0 * jnp.einsum("qr,qw->rw", Ur, Uw) + nw2[None, :]
+                val = gw[None, :] + Ar[:, None] + c * jnp.sqrt(jnp.maximum(sq, 0.0))
                 top, k = _max_argmax(val, axis=1)
                 return top, js[k].astype(jnp.int32)
 
-            def whole(carry, size=size, block=block):
+            def columns(js=js):
+                return js, Uj[:, js], nj2[js], g[js]
+
+            def whole(carry, size=size, columns=columns):
                 """Every row against the window's j's (no gather of rows)."""
                 best, arg, evals = carry
-                top, jbest = block(Ui, ni2, Ai)
+                top, jbest = block(Ui, ni2, Ai, columns())
                 better = top > best
                 return (jnp.where(better, top, best), jnp.where(better, jbest, arg),
                         evals + K * size)
 
-            def score(carry, size=size, R=R, top_u=top_u, block=block):
+            def score(carry, size=size, R=R, top_u=top_u, columns=columns):
                 """Score the live i's against the window's j's, R rows at a time."""
                 idx, n_live = _compact(top_u + Ap >= threshold(carry[0]))
+                cols = columns()
 
                 def chunk(st):
                     r0, best, arg, evals = st
@@ -221,7 +225,7 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                     ii = jax.lax.dynamic_slice_in_dim(idx, s0, R)
                     ii = jnp.where(s0 + jnp.arange(R) < n_live, ii, K)  # K: dropped
                     ic = jnp.minimum(ii, K - 1)
-                    top, jbest = block(Ui[:, ic], ni2[ic], Ai[ic])
+                    top, jbest = block(Ui[:, ic], ni2[ic], Ai[ic], cols)
                     tgt = jnp.where(top > best[ic], ii, K)
                     best = best.at[tgt].set(top, mode="drop")
                     arg = arg.at[tgt].set(jbest, mode="drop")
@@ -255,7 +259,7 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     best, arg, evals = carry
     # rescore the maxima with the direct norm (the blocks use the Gram form)
     d = Ui + Uj[:, arg]
-    H = V[arg] + Bj[arg] + Ai + c * jnp.sqrt(_sq_cols(d))
+    H = g[arg] + Ai + c * jnp.sqrt(_sq_cols(d))
     H = jnp.where(jnp.any(src), H, -jnp.inf)
     return H, arg, evals
 

@@ -89,6 +89,18 @@ def observe(pol, env, n, seed):
     pol.update(lists, rewards)
 
 
+def ucb_factors(K, n_obs):
+    """RankUCB's UCB factors (A, B, Ua, Ub, c) after ``n_obs`` random lists on the
+    paper's instance with K items, as its decoder sees them."""
+    env = br.RankingEnv.paper(seed=0, K=K, L=L, d=D)
+    pol = build("ucb", env, "fast")
+    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
+    observe(pol, env, n_obs, seed=1)
+    pol.select()
+    tabs = pol.core.tables
+    return tabs.factors(tabs.rest(pol._last.params, pol.state.items))
+
+
 def time_select(pol, repeat):
     pol.select()  # compile (the decoder is chosen at trace time)
     times = []

@@ -29,11 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bayesrank as br  # noqa: E402
 from _common import interleaved, machine, parse  # noqa: E402
 from bayesrank import decode_prefix  # noqa: E402
-from bayesrank.policies import decoder  # noqa: E402
-from decode_scale import D, FAST_K_DEFAULT, L, build, observe  # noqa: E402
+from decode_scale import D, L, ucb_factors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,18 +49,6 @@ def previous(rev: str):
     mod = types.ModuleType(f"decode_prefix_{rev}")
     exec(compile(src, f"{rev}:bayesrank/decode_prefix.py", "exec"), mod.__dict__)
     return mod
-
-
-def factors(K: int, n_obs: int):
-    """RankUCB's (A, B, Ua, Ub, c, mask) after n_obs random lists on a paper instance."""
-    env = br.RankingEnv.paper(seed=0, K=K, L=L, d=D)
-    pol = build("ucb", env, "fast")
-    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
-    observe(pol, env, n_obs, seed=1)
-    pol.select()
-    tabs = pol.core.tables
-    A, B, Ua, Ub, c = tabs.factors(tabs.rest(pol._last.params, pol.state.items))
-    return A, B, Ua, Ub, c, np.ones(K, bool)
 
 
 def main(argv=None):
@@ -89,7 +75,7 @@ def main(argv=None):
         for n_obs in args.observed:
             if n_obs < 1000 and K > args.early_max_K:
                 continue
-            inst = factors(K, n_obs)
+            inst = (*ucb_factors(K, n_obs), np.ones(K, bool))
             fns = {"current": jax.jit(decode_prefix.ucb_backward_prefix)}
             if old is not None:
                 fns["old"] = jax.jit(old.ucb_backward_prefix)

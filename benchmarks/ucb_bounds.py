@@ -47,11 +47,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bayesrank as br  # noqa: E402
 from _common import machine, parse  # noqa: E402
-from bayesrank.policies import decoder  # noqa: E402
 from bayesrank.decode_prefix import windows  # noqa: E402
-from decode_scale import D, FAST_K_DEFAULT, L, build, observe  # noqa: E402
+from decode_scale import ucb_factors  # noqa: E402
 
 
 def groups(X, C, iters=10):
@@ -202,14 +200,7 @@ def main(argv=None):
     ap.add_argument("--window-groups", type=int, nargs="+", default=[16, 32])
     args = parse(ap, argv, K=300, groups=[8, 32], window_groups=[8])
     jax.config.update("jax_enable_x64", True)
-    env = br.RankingEnv.paper(seed=0, K=args.K, L=L, d=D)
-    pol = build("ucb", env, "fast")
-    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
-    observe(pol, env, args.observed, 1)
-    pol.select()
-    tabs = pol.core.tables
-    A, B, Ua, Ub, c = (np.asarray(x) for x in
-                       tabs.factors(tabs.rest(pol._last.params, pol.state.items)))
+    A, B, Ua, Ub, c = (np.asarray(x) for x in ucb_factors(args.K, args.observed))
     print(machine())
     print(f"RankUCB after {args.observed} lists, K = {args.K:,d}: share of the K^2 pairs "
           "of each backward step whose bound reaches the row's exact best\n")
