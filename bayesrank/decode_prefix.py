@@ -113,6 +113,20 @@ def _sq_cols(U):
     return out
 
 
+def _cross(Ur, Uw):
+    """``Ur.T @ Uw`` (R, W) for Ur (q, R) and Uw (q, W), as q broadcast products summed
+    elementwise when q <= 32: XLA's CPU backend then fuses the whole block (products,
+    norm, square root) into one loop instead of materialising a dot's output first.
+    The early-round backward pass at K = 3,000 (float64) took 10.2-10.8 ms against
+    11.7-12.2 ms with ``einsum`` (timed in turns, one process)."""
+    if Ur.shape[0] > 32:
+        return jnp.einsum("qr,qw->rw", Ur, Uw)
+    out = Ur[0][:, None] * Uw[0][None, :]
+    for k in range(1, Ur.shape[0]):
+        out = out + Ur[k][:, None] * Uw[k][None, :]
+    return out
+
+
 def _compact(live):
     """``(idx, n)``: the indices of the True entries of ``live``, ascending, then zeros
     (K in all, int32), and their number.
@@ -198,7 +212,7 @@ def _prefix_step(V, Ai, Bj, Ui, Uj, c):
                 window's j's (``cols``: their indices, U, |U|^2 and V + Bj, gathered
                 once per window): each row's best value and its j."""
                 js, Uw, nw2, gw = cols
-                sq = nr2[:, None] + 2.0 * jnp.einsum("qr,qw->rw", Ur, Uw) + nw2[None, :]
+                sq = nr2[:, None] + 2.0 * _cross(Ur, Uw) + nw2[None, :]
                 val = gw[None, :] + Ar[:, None] + c * jnp.sqrt(jnp.maximum(sq, 0.0))
                 top, k = _max_argmax(val, axis=1)
                 return top, js[k].astype(jnp.int32)
