@@ -28,6 +28,7 @@ default precision, where the dense DP is several times faster.
 Usage:
     python benchmarks/decode_scale.py                   # K = 1e3 .. 1e5
     python benchmarks/decode_scale.py --K 1000 3000 --json out.json
+    python benchmarks/decode_scale.py --K 3000 --runs 5  # ratios over 5 runs
 """
 
 from __future__ import annotations
@@ -184,6 +185,31 @@ def _fmt(r):
     return out
 
 
+def summary(rows):
+    """Per (policy, K) over runs, in first-seen order: the median fast and dense times
+    and the median, min and max of the per-run dense / fast ratios."""
+    out = []
+    for policy, K in dict.fromkeys((r["policy"], r["K"]) for r in rows):
+        rs = [r for r in rows if (r["policy"], r["K"]) == (policy, K)]
+        row = {"policy": policy, "K": K, "runs": len(rs),
+               "fast_ms": float(np.median([r["fast_ms"] for r in rs]))}
+        if all("dense_ms" in r for r in rs):
+            ratio = [r["dense_over_fast"] for r in rs]
+            row.update(dense_ms=float(np.median([r["dense_ms"] for r in rs])),
+                       ratio_median=float(np.median(ratio)),
+                       ratio_min=min(ratio), ratio_max=max(ratio))
+        out.append(row)
+    return out
+
+
+def _fmt_summary(r):
+    out = f"{r['policy']:12s} K={r['K']:>7,d}  fast {r['fast_ms']:9.1f} ms"
+    if "dense_ms" in r:
+        out += (f"  dense {r['dense_ms']:9.1f} ms  dense/fast {r['ratio_median']:6.1f}x"
+                f" [{r['ratio_min']:.1f}, {r['ratio_max']:.1f}]")
+    return out + f"  ({r['runs']} runs)"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--K", type=int, nargs="+",
@@ -193,6 +219,10 @@ def main(argv=None):
     ap.add_argument("--early-max-K", type=int, default=30000,
                     help="largest K for the early-round RankUCB rows (its pruning is "
                     "weak: the time grows about as K^2)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="run the whole sweep this many times and print, per row, the "
+                    "median and range of the dense / fast ratios (each ratio is from "
+                    "one run: this machine's speed drifts between runs)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--float32", action="store_true",
                     help="run in float32 (the library's default) instead of float64")
@@ -202,9 +232,20 @@ def main(argv=None):
     print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}, FAST_K = {decoder.FAST_K}, "
           f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}, FAST_K_PREFIX = "
           f"{decoder.FAST_K_PREFIX}, median select time")
-    rows = run(args.K, args.repeat, args.repeat_large, args.early_max_K)
+    rows = []
+    for r in range(args.runs):
+        if args.runs > 1:
+            print(f"run {r + 1} of {args.runs}")
+        rows += [dict(row, run=r) for row in
+                 run(args.K, args.repeat, args.repeat_large, args.early_max_K)]
+    result = {"machine": machine(), "rows": rows}
+    if args.runs > 1:
+        result["summary"] = summary(rows)
+        print("over runs: median fast, median dense, dense/fast median [min, max]")
+        for r in result["summary"]:
+            print(_fmt_summary(r))
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
+        args.json.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
