@@ -62,7 +62,9 @@ import jax.numpy as jnp
 
 from bayesrank.decode import _max_argmax
 
-__all__ = ["CHUNK", "HEAD", "ROWS", "WINDOW0", "ucb_backward_prefix", "windows"]
+__all__ = [
+    "CHUNK", "FUSE_COLS", "HEAD", "ROWS", "WINDOW0", "ucb_backward_prefix", "windows",
+]
 
 #: First window of the common order (j's scored against the live i's).
 WINDOW0 = 16
@@ -70,6 +72,9 @@ WINDOW0 = 16
 #: rows (at least 16; the first window, where every i is live, in one block when
 #: K w <= CHUNK): the work follows the live rows, and memory stays O(CHUNK + K q).
 ROWS, CHUNK = 256, 1 << 18
+#: Windows of at least this many j's score their blocks as fused broadcast products
+#: (:func:`_cross`).
+FUSE_COLS = 64
 #: Length of the head of the order, found by ``lax.top_k`` (no full sort) and searched
 #: first; late-round steps rarely need more.
 HEAD = 256
@@ -114,12 +119,17 @@ def _sq_cols(U):
 
 
 def _cross(Ur, Uw):
-    """``Ur.T @ Uw`` (R, W) for Ur (q, R) and Uw (q, W), as q broadcast products summed
-    elementwise when q <= 32: XLA's CPU backend then fuses the whole block (products,
-    norm, square root) into one loop instead of materialising a dot's output first.
-    The early-round backward pass at K = 3,000 (float64) took 10.2-10.8 ms against
-    11.7-12.2 ms with ``einsum`` (timed in turns, one process)."""
-    if Ur.shape[0] > 32:
+    """``Ur.T @ Uw`` (R, W) for Ur (q, R) and Uw (q, W).
+
+    For windows of at least :data:`FUSE_COLS` columns and q <= 32, as q broadcast
+    products summed elementwise: XLA's CPU backend then fuses the whole block
+    (products, norm, square root) into one loop instead of writing a dot's output
+    first. The early-round backward pass at K = 3,000 (float64) took 9.2-10.8 ms
+    against 10.8-12.2 ms with ``einsum`` (timed in turns, one process). Narrow windows
+    keep ``einsum``: fused for every window, the late-round pass at K = 3,000 was
+    0.84-0.94x as fast.
+    """
+    if Ur.shape[0] > 32 or Uw.shape[1] < FUSE_COLS:
         return jnp.einsum("qr,qw->rw", Ur, Uw)
     out = Ur[0][:, None] * Uw[0][None, :]
     for k in range(1, Ur.shape[0]):
