@@ -11,8 +11,9 @@ instance generator), prints per policy and K:
   where the tables fit (K <= 3,000), the dense DP
   beside it, with the ratio dense / fast measured in the same run (RankTS with the
   identity link is separable: O(L K) on every path, no dense column);
-* the peak of host (NumPy) memory during one fast select (``tracemalloc``; 0 for
-  RankUCB, whose compiled prefix search allocates in XLA, outside it) and the
+* the peak of host (NumPy) memory during one fast select (``tracemalloc``; about 0
+  for RankUCB, whose C kernel allocates with malloc and whose compiled search
+  allocates in XLA, both outside it) and the
   process's maximum resident set size (``resource``, everything included);
 * for RankUCB, the exact pair evaluations per select (all L-1 steps) against the
   (L-1) K^2 of the dense DP.
@@ -23,7 +24,10 @@ under the logistic link (a stand-in for a GLM posterior: the decoder sees only a
 draw of theta and the link).
 
 Float64 by default (as the README's main table); ``--float32`` runs in the library's
-default precision, where the dense DP is several times faster.
+default precision, where the dense DP is several times faster. RankUCB's fast path
+is the C kernel of :mod:`bayesrank.decode_native` where it is built (the header says
+which ran); ``--compiled`` forces the compiled-JAX search of
+:mod:`bayesrank.decode_prefix`.
 
 Usage:
     python benchmarks/decode_scale.py                   # K = 1e3 .. 1e5
@@ -49,7 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bayesrank as br  # noqa: E402
 from _common import machine, parse  # noqa: E402
 from bayesrank.decode_bound import ucb_backward  # noqa: E402
-from bayesrank.decode_prefix import ucb_backward_prefix  # noqa: E402
+from bayesrank import decode_native  # noqa: E402
+from bayesrank.decode_native import ucb_backward_fast  # noqa: E402
 from bayesrank.links import get_link  # noqa: E402
 from bayesrank.policies import decoder  # noqa: E402
 from bayesrank.posteriors import GaussianLinear  # noqa: E402
@@ -129,7 +134,7 @@ def pair_evals(pol):
     A, B, Ua, Ub, c = tabs.factors(rest)
     if tabs.link.name == "identity":
         mask = np.ones(A.shape[1], bool)
-        return int(np.asarray(ucb_backward_prefix(A, B, Ua, Ub, c, mask)[2]).sum())
+        return int(np.asarray(ucb_backward_fast(A, B, Ua, Ub, c, mask)[2]).sum())
     A, B, Ua, Ub, c = (np.asarray(x) for x in (A, B, Ua, Ub, c))
     return int(ucb_backward(A, B, Ua, Ub, c, tabs.link)[2].sum())
 
@@ -226,9 +231,18 @@ def main(argv=None):
     ap.add_argument("--json", type=Path)
     ap.add_argument("--float32", action="store_true",
                     help="run in float32 (the library's default) instead of float64")
+    ap.add_argument("--compiled", action="store_true",
+                    help="RankUCB's fast path: the compiled-JAX search "
+                    "(decode_prefix) even where the C kernel (decode_native) is built")
     args = parse(ap, argv, K=[1000, 3000], repeat=3)
     jax.config.update("jax_enable_x64", not args.float32)
     print(machine())
+    decode_native.USE_NATIVE = not args.compiled
+    ucb_path = ("C kernel (bayesrank._prefix_scan, "
+                f"{decode_native.default_threads()} threads)"
+                if decode_native.USE_NATIVE and decode_native.available()
+                else "compiled search (bayesrank.decode_prefix)")
+    print(f"RankUCB fast path: {ucb_path}")
     print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}, FAST_K = {decoder.FAST_K}, "
           f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}, FAST_K_PREFIX = "
           f"{decoder.FAST_K_PREFIX}, median select time")
@@ -238,7 +252,7 @@ def main(argv=None):
             print(f"run {r + 1} of {args.runs}")
         rows += [dict(row, run=r) for row in
                  run(args.K, args.repeat, args.repeat_large, args.early_max_K)]
-    result = {"machine": machine(), "rows": rows}
+    result = {"machine": machine(), "ucb_path": ucb_path, "rows": rows}
     if args.runs > 1:
         result["summary"] = summary(rows)
         print("over runs: median fast, median dense, dense/fast median [min, max]")

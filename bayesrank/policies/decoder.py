@@ -23,7 +23,9 @@ Dispatch (fixed at trace time by the part's kind and ``distinct``):
 * bonus, K >= :data:`FAST_K` (:data:`FAST_K_PREFIX` for the identity link on CPU):
   separable upper bounds of the bonus
   (triangle inequality) prune the pairs, only pairs the bounds cannot exclude are scored
-  exactly. Identity link (RankUCB, GenRankUCB): in compiled code, by
+  exactly. Identity link (RankUCB, GenRankUCB): on the CPU, the C kernel of
+  :mod:`bayesrank.decode_native` (each row scans one sorted order up to its own
+  bound) when it is built, else in compiled code by
   :func:`bayesrank.decode_prefix.ucb_backward_prefix` (candidates are a prefix of one
   order, searched in windows); other links: the host pass of
   :func:`bayesrank.decode_bound.ucb_backward` (onion layers). Exact, no K x K array,
@@ -50,8 +52,8 @@ import jax
 from bayesrank import decode
 from bayesrank.backward import Backward, backward_dense, backward_separable, pick
 from bayesrank.decode_bound import ucb_backward_in_jit
-from bayesrank.decode_prefix import ucb_backward_prefix
 from bayesrank.decode_monotone import monotone_backward_in_jit
+from bayesrank.decode_native import ucb_backward_fast
 
 __all__ = [
     "FAST_K",
@@ -113,7 +115,7 @@ def backward(part, rest, mask, *, method: str = "auto") -> Backward:
         if part.kind == "monotone":
             to_go, ptr, _ = monotone_backward_in_jit(*part.factors(rest), part.link, mask)
         elif part.link.name == "identity":
-            to_go, ptr, _ = ucb_backward_prefix(*part.factors(rest), mask)
+            to_go, ptr, _ = ucb_backward_fast(*part.factors(rest), mask)
         else:
             to_go, ptr, _ = ucb_backward_in_jit(*part.factors(rest), part.link, mask)
         return Backward(to_go, ptr)

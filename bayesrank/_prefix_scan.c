@@ -1,0 +1,200 @@
+/* bayesrank._prefix_scan: the identity-link UCB backward pass as a per-row scan in C.
+ *
+ * Each backward step H(i) = max_j [V(j) + Ai(i) + Bj(j) + c |Ui(:, i) + Uj(:, j)|] is
+ * bounded by the separable V(j) + Bj(j) + c |Uj(:, j) + mu| + Ai(i) + c |Ui(:, i) - mu|
+ * (triangle inequality, the shift mu of bayesrank.decode_prefix, inflated by 64
+ * machine epsilons). The columns are sorted once per step by their part of the bound,
+ * descending; each row scans them in blocks and stops at the first block whose bound
+ * falls below its best so far: no later column can beat it, so the step is exact.
+ * Inside a block, a screen without square roots (c^2 sq >= r |r|) skips the exact
+ * scores of blocks where no column can beat the best. Rows are split over threads.
+ * The maxima are rescored with the direct norm. The Python side
+ * (bayesrank.decode_native) documents the contract and checks the arguments.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_THREADS 64
+
+/* the vector helpers are always inlined: no vector crosses a call */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+/* AVX2 + FMA where the CPU has them, chosen at load time; plain code elsewhere */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CLONES
+#endif
+
+/* A key that sorts ascending as x sorts descending (NaN: after -inf, arbitrary). */
+static inline uint64_t desc_key(double x) {
+    uint64_t b;
+    if (x != x) return UINT64_MAX;
+    memcpy(&b, &x, sizeof b);
+    b = (b >> 63) ? ~b : (b | 0x8000000000000000ULL); /* ascending in x */
+    return ~b;
+}
+
+/* LSD radix sort of n keys (with their indices) by bytes; tk, ti: scratch of n. */
+static void radix_sort(uint64_t *k, int32_t *ix, uint64_t *tk, int32_t *ti, int n) {
+    for (int sh = 0; sh < 64; sh += 8) {
+        size_t cnt[257] = {0};
+        for (int i = 0; i < n; i++) cnt[((k[i] >> sh) & 255) + 1]++;
+        int one = 0;
+        for (int b = 1; b <= 256; b++) one |= cnt[b] == (size_t)n;
+        if (one) continue; /* every key has the same byte here */
+        for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
+        for (int i = 0; i < n; i++) {
+            size_t d = cnt[(k[i] >> sh) & 255]++;
+            tk[d] = k[i];
+            ti[d] = ix[i];
+        }
+        memcpy(k, tk, sizeof(uint64_t) * (size_t)n);
+        memcpy(ix, ti, sizeof(int32_t) * (size_t)n);
+    }
+}
+
+#define REAL double
+#define SFX _d
+#define VI int64_t
+#define SQRT sqrt
+#ifndef NV_D
+#define NV_D 8
+#endif
+#define NV NV_D
+#include "_prefix_scan.h"
+#undef REAL
+#undef SFX
+#undef VI
+#undef SQRT
+#undef NV
+
+#define REAL float
+#define SFX _f
+#define VI int32_t
+#define SQRT sqrtf
+#ifndef NV_F
+#define NV_F 4
+#endif
+#define NV NV_F
+#include "_prefix_scan.h"
+#undef REAL
+#undef SFX
+#undef VI
+#undef SQRT
+#undef NV
+
+/* Whether a struct-module format names one item of the kind: 'f' a real of the given
+ * size (d or f), 'b' a bool (?), 'i' a signed integer (b h i l q) of the given size. */
+static int format_ok(const char *f, char kind) {
+    if (f == NULL) f = "B";
+    while (*f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!') f++;
+    if (f[0] == '\0' || f[1] != '\0') return 0;
+    switch (kind) {
+    case 'f': return f[0] == 'd' || f[0] == 'f';
+    case 'b': return f[0] == '?';
+    default: return strchr("bhilq", f[0]) != NULL;
+    }
+}
+
+/* A C-contiguous buffer of exactly n items of the given kind and size. */
+static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t n, Py_ssize_t size,
+               char kind, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(o, b, flags) < 0) return -1;
+    if (!format_ok(b->format, kind) || b->itemsize != size || b->len != n * size) {
+        static const char *kinds[] = {"reals", "bools", "signed integers"};
+        PyErr_Format(PyExc_ValueError,
+                     "%s: expected a contiguous buffer of %zd %s of %zd bytes, got "
+                     "%zd bytes of %zd-byte items (format %s)", name, n,
+                     kinds[kind == 'f' ? 0 : kind == 'b' ? 1 : 2], size, b->len,
+                     b->itemsize, b->format ? b->format : "B");
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *ucb_backward(PyObject *self, PyObject *args) {
+    PyObject *o[9];
+    int Lm1, K, q, T;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iiiiOOOOOOOOO", &Lm1, &K, &q, &T, &o[0], &o[1], &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
+        return NULL;
+    if (Lm1 < 1 || K < 1 || q < 1 || T < 1 || T > MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError,
+                     "expected L-1 >= 1, K >= 1, q >= 1 and 1 <= threads <= %d, got "
+                     "%d, %d, %d, %d", MAX_THREADS, Lm1, K, q, T);
+        return NULL;
+    }
+    Py_buffer b[9];
+    int n = 0;
+    Py_buffer probe;
+    if (PyObject_GetBuffer(o[0], &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    const Py_ssize_t rs = probe.itemsize;
+    const int real = format_ok(probe.format, 'f');
+    PyBuffer_Release(&probe);
+    if (!real || (rs != 4 && rs != 8)) {
+        PyErr_SetString(PyExc_TypeError, "A: expected float32 or float64 items");
+        return NULL;
+    }
+    const Py_ssize_t sizes[9][2] = {
+        {(Py_ssize_t)Lm1 * K, rs}, {(Py_ssize_t)Lm1 * K, rs},
+        {(Py_ssize_t)Lm1 * q * K, rs}, {(Py_ssize_t)Lm1 * q * K, rs}, {Lm1, rs},
+        {K, 1}, {K, rs}, {(Py_ssize_t)Lm1 * K, 4}, {Lm1, 8}};
+    static const char *names[9] = {"A", "B", "Ua", "Ub", "c", "mask",
+                                   "to_go", "ptr", "evals"};
+    static const char kinds[9] = {'f', 'f', 'f', 'f', 'f', 'b', 'f', 'i', 'i'};
+    for (; n < 9; n++)
+        if (get(o[n], &b[n], n >= 6, sizes[n][0], sizes[n][1], kinds[n], names[n]) < 0)
+            break;
+    int rc = -2;
+    if (n == 9) {
+        Py_BEGIN_ALLOW_THREADS
+        if (rs == 8)
+            rc = backward_d(Lm1, K, q, b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf,
+                            b[5].buf, T, b[6].buf, b[7].buf, b[8].buf);
+        else
+            rc = backward_f(Lm1, K, q, b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf,
+                            b[5].buf, T, b[6].buf, b[7].buf, b[8].buf);
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < n; i++) PyBuffer_Release(&b[i]);
+    if (rc == -2) return NULL;
+    if (rc < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"ucb_backward", ucb_backward, METH_VARARGS,
+     "ucb_backward(Lm1, K, q, threads, A, B, Ua, Ub, c, mask, to_go, ptr, evals): the "
+     "identity-link UCB backward pass, written into to_go, ptr and evals. Use "
+     "bayesrank.decode_native, which checks the arguments."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_prefix_scan",
+                                    "The identity-link UCB backward pass in C.", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+/* Bumped whenever the kernel's contract changes: bayesrank.decode_native ignores a
+ * build of another version (a stale build in an editable install). */
+#define KERNEL_VERSION 1
+
+PyMODINIT_FUNC PyInit__prefix_scan(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "KERNEL_VERSION", KERNEL_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
