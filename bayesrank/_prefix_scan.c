@@ -62,6 +62,59 @@ static void radix_sort(uint64_t *k, int32_t *ix, uint64_t *tk, int32_t *ti, int 
     }
 }
 
+/* A reusable barrier for the threads of one backward pass (pthread_barrier_t is not
+ * everywhere), with a gate: the workers wait until the number that started is set. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int count, waiting, open;
+    unsigned long generation;
+} barrier_t;
+
+static int barrier_init(barrier_t *b) {
+    b->count = 1;
+    b->waiting = b->open = 0;
+    b->generation = 0;
+    if (pthread_mutex_init(&b->mu, NULL) != 0) return -1;
+    if (pthread_cond_init(&b->cv, NULL) != 0) {
+        pthread_mutex_destroy(&b->mu);
+        return -1;
+    }
+    return 0;
+}
+
+static void barrier_start(barrier_t *b, int count) {
+    pthread_mutex_lock(&b->mu);
+    b->count = count;
+    b->open = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void barrier_gate(barrier_t *b) {
+    pthread_mutex_lock(&b->mu);
+    while (!b->open) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void barrier_wait(barrier_t *b) {
+    pthread_mutex_lock(&b->mu);
+    unsigned long gen = b->generation;
+    if (++b->waiting == b->count) {
+        b->waiting = 0;
+        b->generation++;
+        pthread_cond_broadcast(&b->cv);
+    } else {
+        while (gen == b->generation) pthread_cond_wait(&b->cv, &b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void barrier_destroy(barrier_t *b) {
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+}
+
 #define REAL double
 #define SFX _d
 #define VI int64_t

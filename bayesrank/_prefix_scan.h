@@ -41,15 +41,19 @@ typedef struct {
     const REAL *n2;    /* (np): |Uj(j)|^2 */
     const REAL *u;     /* (np): the separable bound's column part, descending */
     const int32_t *ord;/* (np): column index j */
+    const REAL *R;     /* (np, q): the column vectors again, one per row (rescoring) */
     REAL c, slack;
 } NAME(cols_t);
 
 /* Best column for one row: max_j g_j + Ai + c sqrt(ni2 + 2 x.y_j + n2_j) over the
  * columns in order, stopping at the first block whose bound u_j + Ap falls below the
- * row's best (less a slack). Returns the best value (Gram form) and its column. */
+ * row's best (less a slack). The best starts at best0, the row's score with the
+ * first column (the one with the highest bound), so the screen applies from the
+ * first block on. Returns the best value (Gram form) and sets *arg to its position
+ * in the order. */
 static inline __attribute__((always_inline)) REAL
 NAME(scan_impl)(const int q, const NAME(cols_t) *cs, const REAL *x, REAL ni2, REAL Ai,
-                REAL Ap, int32_t *arg, int64_t *ev) {
+                REAL Ap, REAL best0, int32_t *arg, int64_t *ev) {
     const int np = cs->np;
     const REAL *P = cs->P, *g = cs->g, *n2 = cs->n2, *u = cs->u;
     const REAL c = cs->c, slack = cs->slack;
@@ -59,7 +63,7 @@ NAME(scan_impl)(const int q, const NAME(cols_t) *cs, const REAL *x, REAL ni2, RE
     NAME(vm) absmask;
     for (int t = 0; t < VW; t++)
         absmask[t] = (VI)(((uint64_t)1 << (8 * sizeof(VI) - 1)) - 1);
-    REAL best = -INFINITY;
+    REAL best = best0;
     int32_t barg = 0;
     int jb;
     for (jb = 0; jb < np; jb += BJ) {
@@ -99,7 +103,7 @@ NAME(scan_impl)(const int q, const NAME(cols_t) *cs, const REAL *x, REAL ni2, RE
         if (m > best) {
             best = m;
             for (int t = 0; t < BJ; t++)
-                if (val[t / VW][t % VW] == m) { barg = cs->ord[jb + t]; break; }
+                if (val[t / VW][t % VW] == m) { barg = jb + t; break; }
         }
     }
     *ev += jb;
@@ -108,22 +112,23 @@ NAME(scan_impl)(const int q, const NAME(cols_t) *cs, const REAL *x, REAL ni2, RE
 }
 
 typedef REAL (*NAME(scan_fn))(int, const NAME(cols_t) *, const REAL *, REAL, REAL, REAL,
-                              int32_t *, int64_t *);
+                              REAL, int32_t *, int64_t *);
 
 /* q known at compile time for the common sizes (the loops over q unroll) */
 #define SCAN_Q(Q)                                                                     \
     CLONES static REAL NAME(scan_##Q)(int q, const NAME(cols_t) *cs, const REAL *x,   \
-                                      REAL ni2, REAL Ai, REAL Ap, int32_t *arg,       \
-                                      int64_t *ev) {                                  \
+                                      REAL ni2, REAL Ai, REAL Ap, REAL best0,         \
+                                      int32_t *arg, int64_t *ev) {                    \
         (void)q;                                                                      \
-        return NAME(scan_impl)(Q, cs, x, ni2, Ai, Ap, arg, ev);                       \
+        return NAME(scan_impl)(Q, cs, x, ni2, Ai, Ap, best0, arg, ev);                \
     }
 SCAN_Q(2) SCAN_Q(4) SCAN_Q(5) SCAN_Q(8) SCAN_Q(10) SCAN_Q(16) SCAN_Q(20)
 #undef SCAN_Q
 
 CLONES static REAL NAME(scan_any)(int q, const NAME(cols_t) *cs, const REAL *x, REAL ni2,
-                                  REAL Ai, REAL Ap, int32_t *arg, int64_t *ev) {
-    return NAME(scan_impl)(q, cs, x, ni2, Ai, Ap, arg, ev);
+                                  REAL Ai, REAL Ap, REAL best0, int32_t *arg,
+                                  int64_t *ev) {
+    return NAME(scan_impl)(q, cs, x, ni2, Ai, Ap, best0, arg, ev);
 }
 
 static NAME(scan_fn) NAME(pick_scan)(int q) {
@@ -177,161 +182,256 @@ static void NAME(center)(int K, int q, const REAL *Ui, const REAL *Uj, double *m
     free(cand);
 }
 
+/* One backward pass: its inputs, the step being run and the buffers, shared by the
+ * threads. Thread 0 prepares each step between barriers; all threads scan rows. */
 typedef struct {
-    const NAME(cols_t) *cs;
+    int Lm1, K, q, T;
+    const REAL *A, *B, *Ua, *Ub, *c;
+    const uint8_t *mask;
+    int32_t *ptr;
+    int64_t *evals;
+    /* the step: H(i) = max_j V(j) + Ai(i) + Bj(j) + cl |Ui(:, i) + Uj(:, j)| */
+    const REAL *Ai, *Bj, *Ui, *Uj;
+    REAL cl, slack, grow, gtop, ntop;
+    int live, jtop, failed;
+    REAL *V, *H;             /* (K) each: values to go into the step, out of it */
+    REAL *mu, *ytop;         /* (q) each: the shift, the top column's vector */
+    double *mud;             /* (q) */
+    REAL *ucol, *Ap, *lb;    /* (K) each */
+    uint64_t *key;           /* (2 K) */
+    int32_t *idx, *ord;      /* (2 K), (Kp) */
+    REAL *P;                 /* (2 q Kp + 3 Kp): P, R, g, n2, u of cols_t */
+    NAME(cols_t) cs;
     NAME(scan_fn) scan;
-    int K, q, t, T;
-    const REAL *Ai, *Ui, *Uj, *V, *Bj;
-    const double *mu;
-    const uint8_t *rows;
-    REAL grow;
-    REAL *H;
-    int32_t *arg;
-    int64_t ev;
-} NAME(job_t);
+    REAL umin[MAX_THREADS];  /* per thread: the least column bound its rows need */
+    int64_t ev[MAX_THREADS]; /* per thread: pair scores */
+    REAL *buf;               /* the block that holds V, H, ucol, Ap, lb */
+    barrier_t bar;
+} NAME(pass_t);
 
-/* Rows of one thread (blocks of 64 rows, every T-th): scan, then rescore each
- * row's maximum with the direct norm |Ui + Uj| (the scan uses the Gram form). */
-static void *NAME(rows)(void *p) {
-    NAME(job_t) *jb = p;
-    const int K = jb->K, q = jb->q;
-    const REAL c = jb->cs->c;
-    REAL *x = malloc(sizeof(REAL) * (size_t)q);
-    for (int i0 = 64 * jb->t; i0 < K; i0 += 64 * jb->T) {
+/* Rows of thread t (blocks of 64 rows, every T-th).
+ * Phase 1: each row's part of the bound Ap and its exact score lb with the column of
+ * the highest bound (a lower bound of its best), and the least column bound that can
+ * still beat lb: umin = min over rows of thr(lb) - Ap.
+ * Phase 2: the scan from lb, then each row's maximum rescored with the direct norm
+ * |Ui + Uj| (the scan uses the Gram form). */
+static void NAME(rows)(NAME(pass_t) *s, int t, int phase, REAL *x, int32_t *arg) {
+    const int K = s->K, q = s->q;
+    const REAL c = s->cl;
+    REAL umin = INFINITY;
+    int64_t ev = 0;
+    for (int i0 = 64 * t; i0 < K; i0 += 64 * s->T) {
         const int i1 = i0 + 64 < K ? i0 + 64 : K;
         for (int i = i0; i < i1; i++) {
-            if (!jb->rows[i]) {
-                jb->H[i] = -INFINITY;
-                jb->arg[i] = 0;
+            if (!s->mask[i]) {
+                if (phase == 2) {
+                    s->H[i] = -INFINITY;
+                    arg[i] = 0;
+                }
                 continue;
             }
-            double ni2 = 0, e = 0;
+            REAL ni2 = 0;
             for (int k = 0; k < q; k++) {
-                x[k] = jb->Ui[(size_t)k * K + i];
-                ni2 += (double)x[k] * x[k];
-                double d = x[k] - jb->mu[k];
-                e += d * d;
+                x[k] = s->Ui[(size_t)k * K + i];
+                ni2 += x[k] * x[k];
             }
-            const REAL Ap = jb->Ai[i] + (REAL)(c * sqrt(e)) * jb->grow;
-            int32_t a;
-            jb->scan(q, jb->cs, x, (REAL)ni2, jb->Ai[i], Ap, &a, &jb->ev);
+            if (phase == 1) {
+                REAL e = 0, dot = 0;
+                for (int k = 0; k < q; k++) {
+                    REAL d = x[k] - s->mu[k];
+                    e += d * d;
+                    dot += x[k] * s->ytop[k];
+                }
+                const REAL Ap = s->Ai[i] + c * SQRT(e) * s->grow;
+                REAL sq = s->ntop + ni2 + 2 * dot;
+                const REAL lb = (s->gtop + s->Ai[i]) + c * SQRT(sq > 0 ? sq : 0);
+                const REAL need = lb - s->slack * (1 + (lb < 0 ? -lb : lb)) - Ap;
+                s->Ap[i] = Ap;
+                s->lb[i] = lb;
+                umin = need < umin ? need : umin;
+                continue;
+            }
+            int32_t pb;
+            s->scan(q, &s->cs, x, ni2, s->Ai[i], s->Ap[i], s->lb[i], &pb, &ev);
+            /* rescore with the direct norm, from the packed copy (in cache) */
+            const REAL *y = s->cs.R + (size_t)pb * q;
             REAL d2 = 0;
             for (int k = 0; k < q; k++) {
-                REAL d = x[k] + jb->Uj[(size_t)k * K + a];
+                REAL d = x[k] + y[k];
                 d2 += d * d;
             }
-            jb->H[i] = jb->V[a] + jb->Bj[a] + jb->Ai[i] + c * SQRT(d2);
-            jb->arg[i] = a;
+            s->H[i] = s->cs.g[pb] + s->Ai[i] + c * SQRT(d2);
+            arg[i] = s->cs.ord[pb];
         }
     }
+    s->umin[t] = umin;
+    s->ev[t] = ev;
+}
+
+/* Thread 0, before phase 1 of step l: the step's arrays, the shift mu, each column's
+ * part of the bound and the column of the highest bound. */
+static void NAME(prepare)(NAME(pass_t) *s, int l) {
+    const int K = s->K, q = s->q;
+    const size_t o = (size_t)l * K, oq = (size_t)l * q * K;
+    s->Ai = s->B + o;
+    s->Bj = s->A + o;
+    s->Ui = s->Ub + oq;
+    s->Uj = s->Ua + oq;
+    s->cl = s->c[l];
+    const REAL *V = s->V, *Bj = s->Bj, *Uj = s->Uj, c = s->cl;
+    NAME(center)(K, q, s->Ui, Uj, s->mud);
+    for (int k = 0; k < q; k++) s->mu[k] = (REAL)s->mud[k];
+    int jtop = -1;
+    for (int j = 0; j < K; j++) {
+        if (!(V[j] > -INFINITY)) continue;
+        REAL e = 0;
+        for (int k = 0; k < q; k++) {
+            REAL d = Uj[(size_t)k * K + j] + s->mu[k];
+            e += d * d;
+        }
+        REAL u = V[j] + Bj[j] + c * SQRT(e) * s->grow;
+        s->ucol[j] = u == u ? u : -INFINITY;
+        if (jtop < 0 || s->ucol[j] > s->ucol[jtop]) jtop = j;
+    }
+    s->live = jtop >= 0;
+    s->jtop = jtop;
+    if (!s->live) return;
+    s->ntop = 0;
+    for (int k = 0; k < q; k++) {
+        s->ytop[k] = Uj[(size_t)k * K + jtop];
+        s->ntop += s->ytop[k] * s->ytop[k];
+    }
+    s->gtop = V[jtop] + Bj[jtop];
+}
+
+/* Thread 0, between the phases: the columns some row may need (bound at least the
+ * least umin; in late rounds a small part of them), sorted by bound descending with
+ * the top column first, packed for the scan. */
+static void NAME(pack)(NAME(pass_t) *s) {
+    const int K = s->K, q = s->q, jtop = s->jtop;
+    const REAL *V = s->V, *Bj = s->Bj, *Uj = s->Uj;
+    REAL umin = INFINITY;
+    for (int t = 0; t < s->T; t++) umin = s->umin[t] < umin ? s->umin[t] : umin;
+    umin -= s->slack * (1 + (umin < 0 ? -umin : umin)); /* rounding of u + Ap */
+    int nc = 0;
+    for (int j = 0; j < K; j++) {
+        if (!(V[j] > -INFINITY) || !(s->ucol[j] >= umin || j == jtop)) continue;
+        s->key[nc] = j == jtop ? 0 : desc_key((double)s->ucol[j]);
+        s->idx[nc++] = j;
+    }
+    radix_sort(s->key, s->idx, s->key + K, s->idx + K, nc);
+    const int np = (nc + BJ - 1) / BJ * BJ;
+    REAL *P = s->P, *R = P + (size_t)q * np;
+    REAL *g = R + (size_t)q * np, *n2 = g + np, *u = n2 + np;
+    for (int p = 0; p < np; p++) {
+        const int j = p < nc ? s->idx[p] : jtop;
+        REAL e = 0;
+        for (int k = 0; k < q; k++) {
+            const REAL y = p < nc ? Uj[(size_t)k * K + j] : 0;
+            P[(size_t)k * np + p] = R[(size_t)p * q + k] = y;
+            e += y * y;
+        }
+        g[p] = p < nc ? V[j] + Bj[j] : -INFINITY; /* padding never wins */
+        n2[p] = e;
+        u[p] = p < nc ? s->ucol[j] : -INFINITY;
+        s->ord[p] = j;
+    }
+    s->cs = (NAME(cols_t)){q, np, P, g, n2, u, s->ord, R, s->cl, s->slack};
+}
+
+/* The steps L-1 .. 1 as thread t sees them: thread 0 prepares, everyone scans. */
+static void NAME(work)(NAME(pass_t) *s, int t) {
+    REAL *x = malloc(sizeof(REAL) * (size_t)s->q);
+    if (!x) s->failed = 1; /* seen by all after the next barrier */
+    for (int l = s->Lm1 - 1; l >= 0; l--) {
+        int32_t *arg = s->ptr + (size_t)l * s->K;
+        if (t == 0 && !s->failed) NAME(prepare)(s, l);
+        barrier_wait(&s->bar);
+        if (!s->failed && s->live) NAME(rows)(s, t, 1, x, arg);
+        barrier_wait(&s->bar);
+        if (t == 0 && !s->failed && s->live) NAME(pack)(s);
+        barrier_wait(&s->bar);
+        if (!s->failed && s->live) NAME(rows)(s, t, 2, x, arg);
+        barrier_wait(&s->bar);
+        if (t == 0 && !s->failed) {
+            int64_t ev = 0;
+            if (!s->live) {
+                for (int i = 0; i < s->K; i++) { s->H[i] = -INFINITY; arg[i] = 0; }
+            } else {
+                for (int u = 0; u < s->T; u++) ev += s->ev[u];
+            }
+            s->evals[l] = ev;
+            REAL *tmp = s->V; /* this step's values feed the next one */
+            s->V = s->H;
+            s->H = tmp;
+        }
+        barrier_wait(&s->bar); /* the next step reads the swapped buffers */
+    }
     free(x);
+}
+
+typedef struct { NAME(pass_t) *s; int t; } NAME(arg_t);
+
+static void *NAME(worker)(void *p) {
+    NAME(arg_t) *a = p;
+    barrier_gate(&a->s->bar);
+    NAME(work)(a->s, a->t);
     return NULL;
 }
 
-/* One step H(i) = max_j V(j) + Ai(i) + Bj(j) + c |Ui(:, i) + Uj(:, j)| for the rows
- * with rows[i] (others: -inf, 0); j ranges over V(j) > -inf. Returns the pair
- * scores computed, or -1 when out of memory. */
-static int64_t NAME(step)(int K, int q, const REAL *V, const REAL *Ai, const REAL *Bj,
-                          const REAL *Ui, const REAL *Uj, REAL c, const uint8_t *rows,
-                          int T, REAL *H, int32_t *arg) {
-    const REAL slack = 64 * (sizeof(REAL) == 4 ? FLT_EPSILON : DBL_EPSILON);
-    const REAL grow = 1 + slack;
-    double *mu = malloc(sizeof(double) * (size_t)q);
-    uint64_t *key = malloc(sizeof(uint64_t) * (size_t)K * 2);
-    int32_t *idx = malloc(sizeof(int32_t) * (size_t)K * 2);
-    REAL *ucol = malloc(sizeof(REAL) * (size_t)K);
-    if (!mu || !key || !idx || !ucol) {
-        free(mu); free(key); free(idx); free(ucol);
-        return -1;
-    }
-    NAME(center)(K, q, Ui, Uj, mu);
-    int n = 0;
-    for (int j = 0; j < K; j++) {
-        if (!(V[j] > -INFINITY)) continue;
-        double e = 0;
-        for (int k = 0; k < q; k++) {
-            double d = Uj[(size_t)k * K + j] + mu[k];
-            e += d * d;
-        }
-        REAL uj = V[j] + Bj[j] + (REAL)(c * sqrt(e)) * grow;
-        ucol[j] = uj;
-        key[n] = desc_key((double)uj);
-        idx[n] = j;
-        n++;
-    }
-    if (n == 0) {
-        for (int i = 0; i < K; i++) { H[i] = -INFINITY; arg[i] = 0; }
-        free(mu); free(key); free(idx); free(ucol);
-        return 0;
-    }
-    radix_sort(key, idx, key + K, idx + K, n);
-    const int np = (n + BJ - 1) / BJ * BJ;
-    REAL *P = malloc(sizeof(REAL) * ((size_t)q * np + 3 * (size_t)np));
-    int32_t *ord = malloc(sizeof(int32_t) * (size_t)np);
-    if (!P || !ord) {
-        free(mu); free(key); free(idx); free(ucol); free(P); free(ord);
-        return -1;
-    }
-    REAL *g = P + (size_t)q * np, *n2 = g + np, *u = n2 + np;
-    for (int p = 0; p < np; p++) {
-        if (p < n) {
-            const int j = idx[p];
-            REAL e = 0;
-            for (int k = 0; k < q; k++) {
-                const REAL y = Uj[(size_t)k * K + j];
-                P[(size_t)k * np + p] = y;
-                e += y * y;
-            }
-            g[p] = V[j] + Bj[j];
-            n2[p] = e;
-            u[p] = ucol[j];
-            ord[p] = j;
-        } else {
-            for (int k = 0; k < q; k++) P[(size_t)k * np + p] = 0;
-            g[p] = u[p] = -INFINITY;
-            n2[p] = 0;
-            ord[p] = idx[0];
-        }
-    }
-    NAME(cols_t) cs = {q, np, P, g, n2, u, ord, c, slack};
-    NAME(job_t) jobs[MAX_THREADS];
-    pthread_t th[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    for (int t = 0; t < T; t++) {
-        jobs[t] = (NAME(job_t)){&cs, NAME(pick_scan)(q), K, q, t, T, Ai, Ui, Uj, V, Bj,
-                                mu, rows, grow, H, arg, 0};
-        if (t > 0) started[t] = pthread_create(&th[t], NULL, NAME(rows), &jobs[t]) == 0;
-    }
-    NAME(rows)(&jobs[0]);
-    int64_t ev = jobs[0].ev;
-    for (int t = 1; t < T; t++) {
-        if (started[t]) pthread_join(th[t], NULL);
-        else NAME(rows)(&jobs[t]);  /* no thread: run its rows here */
-        ev += jobs[t].ev;
-    }
-    free(mu); free(key); free(idx); free(ucol); free(P); free(ord);
-    return ev;
-}
-
-/* The backward pass over L-1 steps (see ucb_backward in _prefix_scan.c). */
+/* The backward pass over L-1 steps (see ucb_backward in _prefix_scan.c): T threads
+ * (fewer if some cannot start), created once. Returns -1 when out of memory. */
 static int NAME(backward)(int Lm1, int K, int q, const REAL *A, const REAL *B,
                           const REAL *Ua, const REAL *Ub, const REAL *c,
                           const uint8_t *mask, int T, REAL *to_go, int32_t *ptr,
                           int64_t *evals) {
-    REAL *H = malloc(sizeof(REAL) * (size_t)K * 2);
-    if (!H) return -1;
-    REAL *V = H + K;
-    for (int i = 0; i < K; i++) H[i] = 0;
-    for (int l = Lm1 - 1; l >= 0; l--) {
-        for (int i = 0; i < K; i++) V[i] = mask[i] ? H[i] : -INFINITY;
-        const size_t o = (size_t)l * K, oq = (size_t)l * q * K;
-        evals[l] = NAME(step)(K, q, V, B + o, A + o, Ub + oq, Ua + oq, c[l], mask, T, H,
-                              ptr + o);
-        if (evals[l] < 0) { free(H); return -1; }
+    const size_t Kp = ((size_t)K + BJ - 1) / BJ * BJ;
+    NAME(pass_t) *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    *s = (NAME(pass_t)){.Lm1 = Lm1, .K = K, .q = q, .T = 1, .A = A, .B = B, .Ua = Ua,
+                        .Ub = Ub, .c = c, .mask = mask, .ptr = ptr, .evals = evals};
+    s->slack = 64 * (sizeof(REAL) == 4 ? FLT_EPSILON : DBL_EPSILON);
+    s->grow = 1 + s->slack;
+    s->buf = s->V = malloc(sizeof(REAL) * (size_t)K * 5);
+    s->mu = malloc(sizeof(REAL) * (size_t)q * 2);
+    s->mud = malloc(sizeof(double) * (size_t)q);
+    s->key = malloc(sizeof(uint64_t) * (size_t)K * 2);
+    s->idx = malloc(sizeof(int32_t) * ((size_t)K * 2 + Kp));
+    s->P = malloc(sizeof(REAL) * (2 * (size_t)q * Kp + 3 * Kp));
+    int rc = -1;
+    if (!s->V || !s->mu || !s->mud || !s->key || !s->idx || !s->P) goto done;
+    s->H = s->V + K;
+    s->ucol = s->H + K;
+    s->Ap = s->ucol + K;
+    s->lb = s->Ap + K;
+    s->ytop = s->mu + q;
+    s->ord = s->idx + (size_t)K * 2;
+    s->scan = NAME(pick_scan)(q);
+    for (int i = 0; i < K; i++) s->V[i] = mask[i] ? 0 : -INFINITY;
+    /* workers wait at the barrier's gate until the number that started is known */
+    if (barrier_init(&s->bar) != 0) goto done;
+    pthread_t th[MAX_THREADS];
+    NAME(arg_t) args[MAX_THREADS];
+    int started = 1;
+    for (int t = 1; t < T; t++) {
+        args[t] = (NAME(arg_t)){s, t};
+        if (pthread_create(&th[t], NULL, NAME(worker), &args[t]) != 0) break;
+        started++;
     }
-    memcpy(to_go, H, sizeof(REAL) * (size_t)K);
-    free(H);
-    return 0;
+    s->T = started;
+    barrier_start(&s->bar, started);
+    NAME(work)(s, 0);
+    for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+    barrier_destroy(&s->bar);
+    if (!s->failed) {
+        memcpy(to_go, s->V, sizeof(REAL) * (size_t)K);
+        rc = 0;
+    }
+done:
+    free(s->buf);
+    free(s->mu); free(s->mud); free(s->key); free(s->idx); free(s->P);
+    free(s);
+    return rc;
 }
 
 #undef NAME
