@@ -12,7 +12,9 @@ setup(
         Extension(
             "bayesrank._prefix_scan",
             sources=["bayesrank/_prefix_scan.c"],
-            depends=["bayesrank/_prefix_scan.h"],
+            depends=["bayesrank/_prefix_scan.h",
+                     "bayesrank/_vendor/xla/ffi/api/c_api.h"],
+            include_dirs=["bayesrank/_vendor"],
             extra_compile_args=flags,
             extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
             optional=True,

@@ -158,6 +158,97 @@ static int format_ok(const char *f, char kind) {
     }
 }
 
+/* ---- the XLA FFI handler: the same pass called by XLA with its own buffers ------- */
+
+#include "xla/ffi/api/c_api.h" /* vendored from jaxlib: bayesrank/_vendor */
+
+static XLA_FFI_Error *ffi_error(const XLA_FFI_Api *api, XLA_FFI_Error_Code code,
+                                const char *msg) {
+    XLA_FFI_Error_Create_Args a = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, msg,
+                                   code};
+    return api->XLA_FFI_Error_Create(&a);
+}
+
+/* Arguments A (L-1, K), B (L-1, K), Ua (L-1, q, K), Ub (L-1, q, K), c (L-1) of one
+ * float type, mask (K) bool, threads () int32; results to_go (K) of the float type,
+ * ptr (L-1, K) int32, pair_evals (L-1) int32 (clipped). */
+static XLA_FFI_Error *ucb_backward_ffi(XLA_FFI_CallFrame *cf) {
+    for (XLA_FFI_InternalExtension *e = cf->extension_start; e; e = e->next) {
+        if (e->type == XLA_FFI_Extension_Metadata) { /* XLA asks which API we speak */
+            XLA_FFI_Metadata *m = ((XLA_FFI_Metadata_Extension *)e)->metadata;
+            m->api_version.major_version = XLA_FFI_API_MAJOR;
+            m->api_version.minor_version = XLA_FFI_API_MINOR;
+            m->traits = 0;
+            return NULL;
+        }
+    }
+    if (cf->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+    const XLA_FFI_Api *api = cf->api;
+    if (cf->args.size != 7 || cf->rets.size != 3)
+        return ffi_error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                         "bayesrank_ucb_backward: expected 7 arguments and 3 results");
+    XLA_FFI_Buffer *in[7], *out[3];
+    for (int i = 0; i < 7; i++) {
+        if (cf->args.types[i] != XLA_FFI_ArgType_BUFFER)
+            return ffi_error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                             "bayesrank_ucb_backward: expected buffer arguments");
+        in[i] = cf->args.args[i];
+    }
+    for (int i = 0; i < 3; i++) {
+        if (cf->rets.types[i] != XLA_FFI_RetType_BUFFER)
+            return ffi_error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                             "bayesrank_ucb_backward: expected buffer results");
+        out[i] = cf->rets.rets[i];
+    }
+    const XLA_FFI_DataType dt = in[0]->dtype;
+    int ok = (dt == XLA_FFI_DataType_F32 || dt == XLA_FFI_DataType_F64) &&
+             in[0]->rank == 2 && in[2]->rank == 3;
+    const int64_t Lm1 = ok ? in[0]->dims[0] : 0, K = ok ? in[0]->dims[1] : 0;
+    const int64_t q = ok ? in[2]->dims[1] : 0;
+    for (int i = 0; ok && i < 5; i++) ok = in[i]->dtype == dt;
+    ok = ok && in[1]->rank == 2 && in[1]->dims[0] == Lm1 && in[1]->dims[1] == K;
+    for (int i = 2; ok && i < 4; i++)
+        ok = in[i]->rank == 3 && in[i]->dims[0] == Lm1 && in[i]->dims[1] == q &&
+             in[i]->dims[2] == K;
+    ok = ok && in[4]->rank == 1 && in[4]->dims[0] == Lm1;
+    ok = ok && in[5]->dtype == XLA_FFI_DataType_PRED && in[5]->rank == 1 &&
+         in[5]->dims[0] == K;
+    ok = ok && in[6]->dtype == XLA_FFI_DataType_S32 && in[6]->rank == 0;
+    ok = ok && out[0]->dtype == dt && out[0]->rank == 1 && out[0]->dims[0] == K;
+    ok = ok && out[1]->dtype == XLA_FFI_DataType_S32 && out[1]->rank == 2 &&
+         out[1]->dims[0] == Lm1 && out[1]->dims[1] == K;
+    ok = ok && out[2]->dtype == XLA_FFI_DataType_S32 && out[2]->rank == 1 &&
+         out[2]->dims[0] == Lm1;
+    ok = ok && Lm1 >= 1 && K >= 1 && q >= 1 && K < INT32_MAX && q < INT32_MAX;
+    if (!ok)
+        return ffi_error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                         "bayesrank_ucb_backward: expected A, B (L-1, K), Ua, Ub "
+                         "(L-1, q, K), c (L-1) of one float type, mask (K) bool, "
+                         "threads () int32");
+    int T = *(const int32_t *)in[6]->data;
+    T = T < 1 ? 1 : T > MAX_THREADS ? MAX_THREADS : T;
+    int64_t *ev = malloc(sizeof(int64_t) * (size_t)Lm1);
+    if (!ev)
+        return ffi_error(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
+                         "bayesrank_ucb_backward: out of memory");
+    int rc;
+    if (dt == XLA_FFI_DataType_F64)
+        rc = backward_d((int)Lm1, (int)K, (int)q, in[0]->data, in[1]->data, in[2]->data,
+                        in[3]->data, in[4]->data, in[5]->data, T, out[0]->data,
+                        out[1]->data, ev);
+    else
+        rc = backward_f((int)Lm1, (int)K, (int)q, in[0]->data, in[1]->data, in[2]->data,
+                        in[3]->data, in[4]->data, in[5]->data, T, out[0]->data,
+                        out[1]->data, ev);
+    int32_t *ev32 = out[2]->data;
+    for (int64_t l = 0; l < Lm1; l++) ev32[l] = ev[l] > INT32_MAX ? INT32_MAX : (int32_t)ev[l];
+    free(ev);
+    if (rc < 0)
+        return ffi_error(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
+                         "bayesrank_ucb_backward: out of memory");
+    return NULL;
+}
+
 /* A C-contiguous buffer of exactly n items of the given kind and size. */
 static int get(PyObject *o, Py_buffer *b, int writable, Py_ssize_t n, Py_ssize_t size,
                char kind, const char *name) {
@@ -241,11 +332,15 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_prefix_scan",
 
 /* Bumped whenever the kernel's contract changes: bayesrank.decode_native ignores a
  * build of another version (a stale build in an editable install). */
-#define KERNEL_VERSION 1
+#define KERNEL_VERSION 2
 
 PyMODINIT_FUNC PyInit__prefix_scan(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "KERNEL_VERSION", KERNEL_VERSION) < 0) {
+    if (!m) return NULL;
+    PyObject *cap = PyCapsule_New((void *)ucb_backward_ffi, NULL, NULL);
+    if (PyModule_AddIntConstant(m, "KERNEL_VERSION", KERNEL_VERSION) < 0 || !cap ||
+        PyModule_AddObject(m, "ffi_handler", cap) < 0) {
+        Py_XDECREF(cap);
         Py_DECREF(m);
         return NULL;
     }

@@ -163,18 +163,77 @@ def test_from_traced_code_jit_and_vmap():
         _assert_exact(inst, to_go[r], ptr[r], 1e-10)
 
 
+def test_xla_ffi_call_and_pure_callback_agree(monkeypatch):
+    """The kernel as an XLA FFI call (the default here) and through
+    ``jax.pure_callback`` (where a jax's XLA rejects the handler) give the host
+    result, under jit and vmap."""
+    assert decode_native.ffi_ready()
+    insts = [_instance(case, 150) for case in ("early", "neg_w", "ties", "mask")]
+    stacked = [jnp.stack([jnp.asarray(x[k]) for x in insts]) for k in range(6)]
+    via_ffi = jax.jit(jax.vmap(lambda *a: ucb_backward_native_in_jit(*a)))(*stacked)
+    monkeypatch.setitem(decode_native._ffi_state, "ok", False)
+    via_cb = jax.jit(jax.vmap(lambda *a: ucb_backward_native_in_jit(*a)))(*stacked)
+    for r, inst in enumerate(insts):
+        host = ucb_backward_native(*inst)
+        for out in (via_ffi, via_cb):
+            np.testing.assert_array_equal(np.asarray(out[0][r]), host[0])
+            np.testing.assert_array_equal(np.asarray(out[1][r]), host[1])
+            np.testing.assert_array_equal(np.asarray(out[2][r]), host[2])
+
+
+def test_an_unusable_ffi_handler_falls_back_with_a_warning(monkeypatch):
+    """If registering the handler fails (an XLA that does not take it), ffi_ready says
+    so once, with a warning, and traced calls use the callback."""
+    def refuse(*a, **k):
+        raise RuntimeError("no such API version")
+
+    monkeypatch.setattr(decode_native, "_ffi_state", {})
+    monkeypatch.setattr(jax.ffi, "register_ffi_target", refuse)
+    with pytest.warns(RuntimeWarning, match="no such API version"):
+        assert not decode_native.ffi_ready()
+    assert not decode_native.ffi_ready()  # decided once
+    inst = _instance("early", 40)
+    got = jax.jit(lambda *a: ucb_backward_native_in_jit(*a))(*inst)
+    np.testing.assert_array_equal(np.asarray(got[0]), ucb_backward_native(*inst)[0])
+
+
+BAD_FFI = [
+    (5, lambda m: m.astype(jnp.int32), "mask"),          # mask not bool
+    (2, lambda u: u[:, :2], "Ua"),                       # q differs from Ub's
+    (4, lambda c: c[:1], "c"),                           # c too short
+    (0, lambda a: a.astype(jnp.float32), "A"),           # float types mixed
+    (6, lambda t: t.astype(jnp.int64), "threads"),       # threads not int32
+]
+
+
+@pytest.mark.parametrize("pos, spoil, what", BAD_FFI)
+def test_ffi_handler_refuses_mismatched_buffers(pos, spoil, what):
+    """The handler checks every buffer's type and shape and fails the call (never
+    reads past a buffer) when one does not match."""
+    assert decode_native.ffi_ready()
+    inst = [jnp.asarray(x) for x in _instance("early", 20)] + [jnp.asarray(1, jnp.int32)]
+    inst[pos] = spoil(inst[pos])
+    Lm1, K = inst[0].shape
+    out = (jax.ShapeDtypeStruct((K,), inst[0].dtype),
+           jax.ShapeDtypeStruct((Lm1, K), jnp.int32),
+           jax.ShapeDtypeStruct((Lm1,), jnp.int32))
+    call = jax.ffi.ffi_call(decode_native._FFI_TARGET, out)
+    with pytest.raises(Exception, match="bayesrank_ucb_backward: expected A, B"):
+        jax.block_until_ready(call(*inst))
+
+
 def test_fast_dispatch_falls_back_to_the_compiled_search(monkeypatch):
     """``ucb_backward_fast`` takes the C kernel when it is built and enabled, and the
     compiled search otherwise (not built, or ``USE_NATIVE`` false): same values."""
     inst = _instance("early", 300)
     calls = []
-    real = decode_native.ucb_backward_native
+    real = decode_native.ucb_backward_native_in_jit
 
     def spy(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(decode_native, "ucb_backward_native", spy)
+    monkeypatch.setattr(decode_native, "ucb_backward_native_in_jit", spy)
     native = jax.jit(lambda *a: ucb_backward_fast(*a))(*inst)  # a new trace each
     assert calls == [1]
     monkeypatch.setattr(decode_native, "USE_NATIVE", False)
