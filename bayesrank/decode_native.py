@@ -90,7 +90,7 @@ def _load():
 _prefix_scan = _load()
 
 __all__ = [
-    "KERNEL_VERSION", "USE_NATIVE", "available", "default_threads", "ffi_ready",
+    "KERNEL_VERSION", "USE_NATIVE", "available", "default_threads", "ffi_ready", "in_use",
     "ucb_backward_fast",
     "ucb_backward_native", "ucb_backward_native_in_jit",
 ]
@@ -252,11 +252,17 @@ def ucb_backward_native_in_jit(A, B, Ua, Ub, c, mask):
     return jax.pure_callback(host, out, *arrs, mask, vmap_method="sequential")
 
 
+def in_use() -> bool:
+    """Whether :func:`ucb_backward_fast` runs the C kernel (built, :data:`USE_NATIVE`,
+    CPU backend); read at trace time."""
+    return USE_NATIVE and available() and jax.default_backend() == "cpu"
+
+
 def ucb_backward_fast(A, B, Ua, Ub, c, mask):
     """The identity-link UCB backward pass the decoder uses: the C kernel
     (:func:`ucb_backward_native_in_jit`) on the CPU backend when it is built and
     :data:`USE_NATIVE` is true, else the compiled search
     :func:`bayesrank.decode_prefix.ucb_backward_prefix`. Same contract; traceable."""
-    if USE_NATIVE and available() and jax.default_backend() == "cpu":
+    if in_use():
         return ucb_backward_native_in_jit(A, B, Ua, Ub, c, mask)
     return ucb_backward_prefix(A, B, Ua, Ub, c, mask)

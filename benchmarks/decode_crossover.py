@@ -47,7 +47,8 @@ def main(argv=None):
     dtype = jax.numpy.result_type(float)
     print(f"L = 4, d = 10, {dtype}, "
           f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}")
-    saved = decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX
+    saved = (decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX,
+             decoder.FAST_K_NATIVE)
     rows = []
     try:
         for K in args.K:
@@ -71,7 +72,8 @@ def main(argv=None):
             })
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     finally:
-        decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = saved
+        (decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX,
+         decoder.FAST_K_NATIVE) = saved
     print()
     print(table(rows))
 

@@ -7,7 +7,8 @@ instance generator), prints per policy and K:
 * ``select`` wall time through the class API (median over repeats, after compiling)
   with the fast host decoders forced (``decoder.FAST_K = 0``; "auto" picks them from
   ``FAST_K`` = 4,096 items, and on the CPU from ``FAST_K_MONOTONE`` = 640 items for a
-  point estimate under a monotone link and ``FAST_K_PREFIX`` = 512 for RankUCB) and,
+  point estimate under a monotone link and ``FAST_K_NATIVE`` = 256 for RankUCB with
+  the C kernel, ``FAST_K_PREFIX`` = 512 without) and,
   where the tables fit (K <= 3,000), the dense DP
   beside it, with the ratio dense / fast measured in the same run (RankTS with the
   identity link is separable: O(L K) on every path, no dense column);
@@ -60,7 +61,8 @@ from bayesrank.policies import decoder  # noqa: E402
 from bayesrank.posteriors import GaussianLinear  # noqa: E402
 
 L, D = 4, 10
-FAST_K_DEFAULT = decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX
+FAST_K_DEFAULT = (decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX,
+                  decoder.FAST_K_NATIVE)
 DENSE_MAX = 3000
 
 
@@ -76,9 +78,9 @@ class LogisticGaussian:
 
 def build(kind, env, method):
     """A policy whose decoder is fixed at trace time: 'fast' or 'dense'."""
-    decoder.FAST_K = decoder.FAST_K_MONOTONE = decoder.FAST_K_PREFIX = (
-        0 if method == "fast" else 10**12
-    )
+    k = 0 if method == "fast" else 10**12
+    decoder.FAST_K = decoder.FAST_K_MONOTONE = decoder.FAST_K_PREFIX = k
+    decoder.FAST_K_NATIVE = k
     if kind == "ts-identity":
         pol = br.RankTS(items=env.items, w=env.w, seed=0)
     elif kind == "ts-logistic":
@@ -100,7 +102,8 @@ def ucb_factors(K, n_obs):
     paper's instance with K items, as its decoder sees them."""
     env = br.RankingEnv.paper(seed=0, K=K, L=L, d=D)
     pol = build("ucb", env, "fast")
-    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
+    (decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX,
+     decoder.FAST_K_NATIVE) = FAST_K_DEFAULT
     observe(pol, env, n_obs, seed=1)
     pol.select()
     tabs = pol.core.tables
@@ -175,7 +178,8 @@ def run(Ks, repeat_small, repeat_large, early_max_K):
             row["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             rows.append(row)
             print(_fmt(row), flush=True)
-    decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX = FAST_K_DEFAULT
+    (decoder.FAST_K, decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX,
+     decoder.FAST_K_NATIVE) = FAST_K_DEFAULT
     return rows
 
 
@@ -245,7 +249,8 @@ def main(argv=None):
     print(f"RankUCB fast path: {ucb_path}")
     print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}, FAST_K = {decoder.FAST_K}, "
           f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}, FAST_K_PREFIX = "
-          f"{decoder.FAST_K_PREFIX}, median select time")
+          f"{decoder.FAST_K_PREFIX}, FAST_K_NATIVE = {decoder.FAST_K_NATIVE}, "
+          "median select time")
     rows = []
     for r in range(args.runs):
         if args.runs > 1:

@@ -251,7 +251,7 @@ def test_fast_dispatch_falls_back_to_the_compiled_search(monkeypatch):
 
 
 def test_rankucb_selects_the_dense_dp_list_through_the_c_kernel():
-    """RankUCB at K = 600 (above FAST_K_PREFIX: "auto" takes the C kernel) selects a
+    """RankUCB at K = 600 (above the thresholds: "auto" takes the C kernel) selects a
     list whose value under its own scores equals the dense decoder's best."""
     import bayesrank as br
     from bayesrank.policies import decoder

@@ -77,23 +77,28 @@ def test_use_fast_routes_by_kind_size_and_method():
         use_fast(mono, 10, "quick")
 
 
-def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu():
+def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu(monkeypatch):
     """On the CPU "auto" scans the Pareto front for the monotone kind from
-    FAST_K_MONOTONE items and runs the compiled prefix search for identity-link UCB
-    from FAST_K_PREFIX, while the host bound-and-prune of other links waits for
+    FAST_K_MONOTONE items and decodes identity-link UCB without tables from
+    FAST_K_NATIVE (C kernel) or FAST_K_PREFIX (compiled search), while the host bound-and-prune of other links waits for
     FAST_K (its pruning is weak in early rounds); the thresholds are the documented
     ones."""
     import jax
 
+    from bayesrank import decode_native
     from bayesrank.policies import decoder
 
     mono = LinearTables(np.zeros(L), get_link("logistic"))
     ucb = UCBTables(np.zeros(L), get_link("logistic"))
     ridge_ucb = UCBTables(np.zeros(L), get_link("identity"))
     assert jax.default_backend() == "cpu"
-    assert (decoder.FAST_K_MONOTONE, decoder.FAST_K_PREFIX, decoder.FAST_K) == (
-        640, 512, 4096)
+    assert (decoder.FAST_K_MONOTONE, decoder.FAST_K_NATIVE, decoder.FAST_K_PREFIX,
+            decoder.FAST_K) == (640, 256, 512, 4096)
     assert not use_fast(mono, 639) and use_fast(mono, 640)
+    k = 256 if decode_native.in_use() else 512  # the C kernel, else the compiled search
+    assert decoder.identity_ucb_threshold() == k
+    assert not use_fast(ridge_ucb, k - 1) and use_fast(ridge_ucb, k)
+    monkeypatch.setattr(decode_native, "USE_NATIVE", False)
     assert not use_fast(ridge_ucb, 511) and use_fast(ridge_ucb, 512)
     assert not use_fast(ucb, 1500) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
     assert not use_fast(mono, 10**6, "dense") and use_fast(ucb, 10, "fast")
@@ -129,13 +134,13 @@ def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monk
 
 def test_rank_ucb_at_the_threshold_runs_the_prefix_search_and_picks_the_dense_list(
         monkeypatch):
-    """RankUCB (ridge model, identity link) of FAST_K_PREFIX items under "auto" never
-    builds the K x K tables and picks the list of the dense DP, early (20 lists) and
-    late."""
+    """RankUCB (ridge model, identity link) at the identity-link threshold in use
+    (the C kernel's, else the compiled search's) under "auto" never builds the K x K
+    tables and picks the list of the dense DP, early (20 lists) and late."""
     import bayesrank as br
     from bayesrank.policies import decoder
 
-    env = br.RankingEnv.paper(seed=2, K=decoder.FAST_K_PREFIX, L=3, d=4)
+    env = br.RankingEnv.paper(seed=2, K=decoder.identity_ucb_threshold(), L=3, d=4)
     rng = np.random.default_rng(0)
     lists = rng.integers(0, env.K, size=(400, env.L))
     rewards = rng.normal(size=(400, env.L))
@@ -150,6 +155,7 @@ def test_rank_ucb_at_the_threshold_runs_the_prefix_search_and_picks_the_dense_li
         assert not calls
         monkeypatch.setattr(UCBTables, "dense", orig)
         monkeypatch.setattr(decoder, "FAST_K_PREFIX", 10**9)
+        monkeypatch.setattr(decoder, "FAST_K_NATIVE", 10**9)
         dense = br.RankUCB(items=env.items, w=env.w, seed=1)
         dense.update(lists[:n], rewards[:n])
         np.testing.assert_array_equal(got, np.asarray(dense.select()))

@@ -13,14 +13,16 @@ Dispatch (fixed at trace time by the part's kind and ``distinct``):
 * separable: O(L K) backward pass; ``distinct=True``: the exact host search of
   :func:`bayesrank.decode.separable_search_decode`;
 * monotone, K < :data:`FAST_K_MONOTONE` (CPU; :data:`FAST_K` on other backends),
-  bonus, K < :data:`FAST_K` (identity link on CPU: :data:`FAST_K_PREFIX`): dense
+  bonus, K < :data:`FAST_K` (identity link on CPU: :data:`FAST_K_NATIVE` or
+  :data:`FAST_K_PREFIX`): dense
   tables and the O(L K^2) backward pass;
 * monotone, K >= :data:`FAST_K_MONOTONE` (CPU): the host backward pass of
   :func:`bayesrank.decode_monotone.monotone_backward`, which scans only the Pareto front
   of (value-to-go, item part) per step (exp link: the convex hull trick). Exact, no
   K x K array, memory O(K); near O(L K log K) on data in general position, O(L K^2) time
   on adversarial data (front of size K);
-* bonus, K >= :data:`FAST_K` (:data:`FAST_K_PREFIX` for the identity link on CPU):
+* bonus, K >= :data:`FAST_K` (for the identity link on CPU :data:`FAST_K_NATIVE`
+  where the C kernel runs, else :data:`FAST_K_PREFIX`):
   separable upper bounds of the bonus
   (triangle inequality) prune the pairs, only pairs the bounds cannot exclude are scored
   exactly. Identity link (RankUCB, GenRankUCB): on the CPU, the C kernel of
@@ -53,15 +55,18 @@ from bayesrank import decode
 from bayesrank.backward import Backward, backward_dense, backward_separable, pick
 from bayesrank.decode_bound import ucb_backward_in_jit
 from bayesrank.decode_monotone import monotone_backward_in_jit
+from bayesrank import decode_native
 from bayesrank.decode_native import ucb_backward_fast
 
 __all__ = [
     "FAST_K",
     "FAST_K_MONOTONE",
+    "FAST_K_NATIVE",
     "FAST_K_PREFIX",
     "METHODS",
     "backward",
     "decode_tables",
+    "identity_ucb_threshold",
     "pick",
     "use_fast",
 ]
@@ -88,7 +93,20 @@ FAST_K_MONOTONE = 640
 #: at 600, 1.7x and 3.5x at 1,000; float64 1.8x and 1.2x at 400;
 #: ``benchmarks/decode_scale.py --K 200 300 400 600 800 --float32``, 2 cores).
 FAST_K_PREFIX = 512
+#: The same threshold where the C kernel of :mod:`bayesrank.decode_native` runs the
+#: step (built, enabled, CPU): in float32 it breaks even with the dense DP at about
+#: 200 items and is 1.5x faster at 300, 2x at 400, 3-3.4x at 600 in early and late
+#: rounds alike (``benchmarks/decode_scale.py --K 200 300 400 600 --float32 --runs
+#: 3``, 2 cores).
+FAST_K_NATIVE = 256
 METHODS = ("auto", "fast", "dense")
+
+
+def identity_ucb_threshold() -> int:
+    """Item count from which "auto" decodes identity-link UCB scores without tables on
+    the CPU: :data:`FAST_K_NATIVE` where the C kernel runs the step, else
+    :data:`FAST_K_PREFIX` (the compiled search)."""
+    return FAST_K_NATIVE if decode_native.in_use() else FAST_K_PREFIX
 
 
 def use_fast(part, K: int, method: str = "auto") -> bool:
@@ -103,7 +121,7 @@ def use_fast(part, K: int, method: str = "auto") -> bool:
         if part.kind == "monotone":
             return K >= min(FAST_K_MONOTONE, FAST_K)
         if part.link.name == "identity":
-            return K >= min(FAST_K_PREFIX, FAST_K)
+            return K >= min(identity_ucb_threshold(), FAST_K)
     return K >= FAST_K
 
 
