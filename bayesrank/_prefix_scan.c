@@ -148,7 +148,12 @@ static void barrier_destroy(barrier_t *b) {
 /* Whether a struct-module format names one item of the kind: 'f' a real of the given
  * size (d or f), 'b' a bool (?), 'i' a signed integer (b h i l q) of the given size. */
 static int format_ok(const char *f, char kind) {
+    const uint16_t one = 1;
+    const int little = *(const uint8_t *)&one == 1;
     if (f == NULL) f = "B";
+    /* native byte order only: '<' on a big-endian host, '>' or '!' on a
+     * little-endian one would be read as garbage */
+    if ((*f == '<' && !little) || ((*f == '>' || *f == '!') && little)) return 0;
     while (*f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!') f++;
     if (f[0] == '\0' || f[1] != '\0') return 0;
     switch (kind) {
@@ -219,7 +224,8 @@ static XLA_FFI_Error *ucb_backward_ffi(XLA_FFI_CallFrame *cf) {
          out[1]->dims[0] == Lm1 && out[1]->dims[1] == K;
     ok = ok && out[2]->dtype == XLA_FFI_DataType_S32 && out[2]->rank == 1 &&
          out[2]->dims[0] == Lm1;
-    ok = ok && Lm1 >= 1 && K >= 1 && q >= 1 && K < INT32_MAX && q < INT32_MAX;
+    ok = ok && Lm1 >= 1 && K >= 1 && q >= 1 && Lm1 < INT32_MAX && K < INT32_MAX &&
+         q < INT32_MAX;
     if (!ok)
         return ffi_error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                          "bayesrank_ucb_backward: expected A, B (L-1, K), Ua, Ub "
@@ -227,7 +233,7 @@ static XLA_FFI_Error *ucb_backward_ffi(XLA_FFI_CallFrame *cf) {
                          "threads () int32");
     int T = *(const int32_t *)in[6]->data;
     T = T < 1 ? 1 : T > MAX_THREADS ? MAX_THREADS : T;
-    int64_t *ev = malloc(sizeof(int64_t) * (size_t)Lm1);
+    int64_t *ev = calloc((size_t)Lm1, sizeof(int64_t));
     if (!ev)
         return ffi_error(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
                          "bayesrank_ucb_backward: out of memory");
@@ -240,12 +246,14 @@ static XLA_FFI_Error *ucb_backward_ffi(XLA_FFI_CallFrame *cf) {
         rc = backward_f((int)Lm1, (int)K, (int)q, in[0]->data, in[1]->data, in[2]->data,
                         in[3]->data, in[4]->data, in[5]->data, T, out[0]->data,
                         out[1]->data, ev);
+    if (rc < 0) {
+        free(ev);
+        return ffi_error(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
+                         "bayesrank_ucb_backward: out of memory");
+    }
     int32_t *ev32 = out[2]->data;
     for (int64_t l = 0; l < Lm1; l++) ev32[l] = ev[l] > INT32_MAX ? INT32_MAX : (int32_t)ev[l];
     free(ev);
-    if (rc < 0)
-        return ffi_error(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
-                         "bayesrank_ucb_backward: out of memory");
     return NULL;
 }
 

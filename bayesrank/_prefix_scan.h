@@ -151,6 +151,10 @@ static void NAME(center)(int K, int q, const REAL *Ui, const REAL *Uj, double *m
     const int stride = K / 256 > 1 ? K / 256 : 1;
     double *cand = calloc((size_t)4 * q, sizeof(double));
     double cost[4] = {0, 0, 0, 0};
+    if (!cand) { /* any shift keeps the bound valid: no memory, no shift */
+        memset(mu, 0, sizeof(double) * (size_t)q);
+        return;
+    }
     int ns = 0;
     for (int s = 0; s < K; s += stride) {
         ns++;
@@ -342,7 +346,8 @@ static void NAME(pack)(NAME(pass_t) *s) {
 /* The steps L-1 .. 1 as thread t sees them: thread 0 prepares, everyone scans. */
 static void NAME(work)(NAME(pass_t) *s, int t) {
     REAL *x = malloc(sizeof(REAL) * (size_t)s->q);
-    if (!x) s->failed = 1; /* seen by all after the next barrier */
+    if (!x) s->failed = 1;
+    barrier_wait(&s->bar); /* every thread sees `failed` before it is read */
     for (int l = s->Lm1 - 1; l >= 0; l--) {
         int32_t *arg = s->ptr + (size_t)l * s->K;
         if (t == 0 && !s->failed) NAME(prepare)(s, l);

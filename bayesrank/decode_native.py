@@ -11,8 +11,7 @@ is bounded, as in :mod:`bayesrank.decode_prefix`, by the separable
 inflated by 64 machine epsilons against rounding).
 
 **Exact.** The columns j (those with ``V(j) > -inf``) are sorted once per step by
-``u_j`` descending. Each row i scans them in blocks of 32 (float64) or 64 (float32)
-and stops before the first block whose first (largest) ``u_j`` gives
+``u_j`` descending. Each row i scans them in blocks of 32 and stops before the first block whose first (largest) ``u_j`` gives
 ``u_j + Ap_i < best(i)`` (less the slack): every later column's bound is lower still,
 so none can beat the row's best and ``H(i) = best(i)``. Inside a block, a screen
 without square roots skips the exact scores when no column can beat the best:
@@ -20,7 +19,11 @@ without square roots skips the exact scores when no column can beat the best:
 ``r = t - Ai_i - g_j`` (``s`` the squared norm in the Gram form
 ``|a|^2 + 2 a.b + |b|^2``; the screen widens ``c^2`` by a relative 1e-10 in float64,
 1e-5 in float32, so rounding cannot drop a winner). The maxima are rescored with the
-direct norm, as in the compiled search. Ties: some maximiser.
+direct norm, as in the compiled search. Ties: some maximiser. Like the dense tables
+(:func:`bayesrank.policies.bonus.dense_bonus`), the choice is made in the Gram form:
+where a pair nearly cancels (``a_j ~ -b_i``) its norm carries an absolute error of
+about ``sqrt(eps (|a|^2 + |b|^2))``, so two such pairs closer than that may be
+ranked either way (about 3e-4 |a| in float32, 2e-8 |a| in float64).
 
 **Cost.** Each row's scan stops at its own bound rather than at a window's, so fewer
 pairs are scored than by the windowed search (about 11 % against 18 % of the dense
@@ -132,6 +135,8 @@ def _check(A, B, Ua, Ub, c, mask):
         raise ValueError(f"Ub: expected shape {Ua.shape} (as Ua), got {Ub.shape}")
     if c.shape != (Lm1,):
         raise ValueError(f"c: expected shape ({Lm1},), got {c.shape}")
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ValueError(f"c: expected finite bonus widths >= 0, got {c.tolist()}")
     mask = np.asarray(mask)
     if mask.dtype != bool or mask.shape != (K,):
         raise ValueError(f"mask: expected a boolean array of shape ({K},), got "

@@ -300,6 +300,9 @@ BAD_HOST = [
     ("Ua", np.zeros((2, 3, 4)), ValueError, "Ua: expected shape"),
     ("Ub", np.zeros((2, 4, 5)), ValueError, "Ub: expected shape"),
     ("c", np.ones(3), ValueError, "c: expected shape"),
+    ("c", np.array([1.0, -0.5]), ValueError, "c: expected finite bonus widths >= 0"),
+    ("c", np.array([1.0, np.nan]), ValueError, "c: expected finite bonus widths >= 0"),
+    ("c", np.array([np.inf, 1.0]), ValueError, "c: expected finite bonus widths >= 0"),
     ("mask", np.ones(5), ValueError, "mask: expected a boolean"),
     ("mask", np.ones(4, bool), ValueError, "mask: expected a boolean"),
     ("A", np.full((2, 5), "x"), TypeError, "A: expected real numbers"),
@@ -341,6 +344,10 @@ BAD_RAW = [
     (4, np.zeros((2, 5), np.int16), TypeError, "A: expected float32 or float64"),
     (5, np.zeros((5, 2)).T, ValueError, "contiguous"),
     (8, [1.0, 1.0], TypeError, "bytes-like"),
+    (4, np.zeros((2, 5), ">f8" if np.little_endian else "<f8"), TypeError,
+     "A: expected float32 or float64"),                   # foreign byte order
+    (5, np.zeros((2, 5), ">f8" if np.little_endian else "<f8"), ValueError,
+     "B: expected a contiguous buffer of 10 reals"),
 ]
 
 
