@@ -97,6 +97,36 @@ def observe(pol, env, n, seed):
     pol.update(lists, rewards)
 
 
+def backward_pass_options(ap, argv):
+    """The options of the backward-pass benchmarks (``prefix_versions.py``,
+    ``ucb_native.py``): item counts, observed lists, the early-round cap, the rounds
+    of the interleaved timing and the precision. Parses, sets x64 and returns args."""
+    ap.add_argument("--K", type=int, nargs="+", default=[1000, 3000, 100000])
+    ap.add_argument("--observed", type=int, nargs="+", default=[20, 20000])
+    ap.add_argument("--early-max-K", type=int, default=10000,
+                    help="largest K for the early rounds (about K^2 work)")
+    ap.add_argument("--rounds", type=int, default=15,
+                    help="rounds of the interleaved timing (3 above K = 10,000)")
+    ap.add_argument("--float32", action="store_true",
+                    help="run in float32 (the library's default) instead of float64")
+    args = parse(ap, argv, K=[300], observed=[20], rounds=3)
+    jax.config.update("jax_enable_x64", not args.float32)
+    return args
+
+
+def ucb_instances(args):
+    """``(K, n_obs, (A, B, Ua, Ub, c, mask), rounds)`` for each item count and
+    observed-list count of :func:`backward_pass_options` (early rounds up to
+    ``--early-max-K``; at most 3 timing rounds above K = 10,000)."""
+    for K in args.K:
+        for n_obs in args.observed:
+            if n_obs < 1000 and K > args.early_max_K:
+                continue
+            inst = tuple(np.asarray(x) for x in ucb_factors(K, n_obs)) + (
+                np.ones(K, bool),)
+            yield K, n_obs, inst, args.rounds if K <= 10000 else min(args.rounds, 3)
+
+
 def ucb_factors(K, n_obs):
     """RankUCB's UCB factors (A, B, Ua, Ub, c) after ``n_obs`` random lists on the
     paper's instance with K items, as its decoder sees them."""

@@ -29,9 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import interleaved, machine, parse  # noqa: E402
+from _common import interleaved, machine  # noqa: E402
 from bayesrank import decode_prefix  # noqa: E402
-from decode_scale import D, L, ucb_factors  # noqa: E402
+from decode_scale import D, L, backward_pass_options, ucb_instances  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,16 +54,7 @@ def previous(rev: str):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--against", default="1a40259", help="git revision to compare with")
-    ap.add_argument("--K", type=int, nargs="+", default=[1000, 3000, 100000])
-    ap.add_argument("--observed", type=int, nargs="+", default=[20, 20000])
-    ap.add_argument("--early-max-K", type=int, default=10000,
-                    help="largest K for the early rounds (about K^2 work)")
-    ap.add_argument("--rounds", type=int, default=15,
-                    help="rounds of the interleaved timing (3 above K = 10,000)")
-    ap.add_argument("--float32", action="store_true",
-                    help="run in float32 (the library's default) instead of float64")
-    args = parse(ap, argv, K=[300], observed=[20], rounds=3)
-    jax.config.update("jax_enable_x64", not args.float32)
+    args = backward_pass_options(ap, argv)
     old = previous(args.against)
     print(machine())
     print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}; backward pass alone, "
@@ -71,30 +62,25 @@ def main(argv=None):
     print(f"| lists observed | K | {args.against} | current | {args.against} / current "
           "| pair scores (old / current) |")
     print("|---|---|---|---|---|---|")
-    for K in args.K:
-        for n_obs in args.observed:
-            if n_obs < 1000 and K > args.early_max_K:
-                continue
-            inst = (*ucb_factors(K, n_obs), np.ones(K, bool))
-            fns = {"current": jax.jit(decode_prefix.ucb_backward_prefix)}
-            if old is not None:
-                fns["old"] = jax.jit(old.ucb_backward_prefix)
-            out = {k: f(*inst) for k, f in fns.items()}
-            calls = {k: (lambda f=f: jax.block_until_ready(f(*inst))) for k, f in fns.items()}
-            rounds = args.rounds if K <= 10000 else min(args.rounds, 3)
-            t = interleaved(calls, rounds=rounds, number=1, warmup=1)
-            cur = f"{1e3 * t['current']:.2f} ms"
-            pairs = int(np.asarray(out["current"][2]).sum())
-            if old is None:
-                print(f"| {n_obs:,d} | {K:,d} | - | {cur} | - | - / {pairs:,d} |")
-                continue
-            H_old, H_new = (np.asarray(out[k][0], np.float64) for k in ("old", "current"))
-            tol = 1e-4 if args.float32 else 1e-9
-            if not np.allclose(H_old, H_new, rtol=tol, atol=tol):
-                raise AssertionError(f"K={K}, {n_obs} lists: the versions disagree")
-            print(f"| {n_obs:,d} | {K:,d} | {1e3 * t['old']:.2f} ms | {cur} | "
-                  f"{t['old'] / t['current']:.2f}x | "
-                  f"{int(np.asarray(out['old'][2]).sum()):,d} / {pairs:,d} |", flush=True)
+    for K, n_obs, inst, rounds in ucb_instances(args):
+        fns = {"current": jax.jit(decode_prefix.ucb_backward_prefix)}
+        if old is not None:
+            fns["old"] = jax.jit(old.ucb_backward_prefix)
+        out = {k: f(*inst) for k, f in fns.items()}
+        calls = {k: (lambda f=f: jax.block_until_ready(f(*inst))) for k, f in fns.items()}
+        t = interleaved(calls, rounds=rounds, number=1, warmup=1)
+        cur = f"{1e3 * t['current']:.2f} ms"
+        pairs = int(np.asarray(out["current"][2]).sum())
+        if old is None:
+            print(f"| {n_obs:,d} | {K:,d} | - | {cur} | - | - / {pairs:,d} |")
+            continue
+        H_old, H_new = (np.asarray(out[k][0], np.float64) for k in ("old", "current"))
+        tol = 1e-4 if args.float32 else 1e-9
+        if not np.allclose(H_old, H_new, rtol=tol, atol=tol):
+            raise AssertionError(f"K={K}, {n_obs} lists: the versions disagree")
+        print(f"| {n_obs:,d} | {K:,d} | {1e3 * t['old']:.2f} ms | {cur} | "
+              f"{t['old'] / t['current']:.2f}x | "
+              f"{int(np.asarray(out['old'][2]).sum()):,d} / {pairs:,d} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -30,24 +30,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import interleaved, machine, parse  # noqa: E402
+from _common import interleaved, machine  # noqa: E402
 from bayesrank import decode_native  # noqa: E402
 from bayesrank.decode_prefix import ucb_backward_prefix  # noqa: E402
-from decode_scale import D, L, ucb_factors  # noqa: E402
+from decode_scale import D, L, backward_pass_options, ucb_instances  # noqa: E402
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--K", type=int, nargs="+", default=[1000, 3000, 100000])
-    ap.add_argument("--observed", type=int, nargs="+", default=[20, 20000])
-    ap.add_argument("--early-max-K", type=int, default=10000,
-                    help="largest K for the early rounds (about K^2 work)")
-    ap.add_argument("--rounds", type=int, default=15,
-                    help="rounds of the interleaved timing (3 above K = 10,000)")
-    ap.add_argument("--float32", action="store_true",
-                    help="run in float32 (the library's default) instead of float64")
-    args = parse(ap, argv, K=[300], observed=[20], rounds=3)
-    jax.config.update("jax_enable_x64", not args.float32)
+    args = backward_pass_options(ap, argv)
     print(machine())
     if not decode_native.available():
         print("the C kernel (bayesrank._prefix_scan) is not built: nothing to compare")
@@ -59,30 +50,24 @@ def main(argv=None):
           f"compiled / C ({T} threads) | pair scores (compiled / C) |")
     print("|---|---|---|---|---|---|---|")
     compiled = jax.jit(ucb_backward_prefix)
-    for K in args.K:
-        for n_obs in args.observed:
-            if n_obs < 1000 and K > args.early_max_K:
-                continue
-            inst = tuple(np.asarray(x) for x in ucb_factors(K, n_obs)) + (
-                np.ones(K, bool),)
-            out_c = compiled(*inst)
-            out_n = decode_native.ucb_backward_native(*inst)
-            tol = 1e-4 if args.float32 else 1e-9
-            if not np.allclose(np.asarray(out_c[0], np.float64), out_n[0], rtol=tol,
-                               atol=tol):
-                raise AssertionError(f"K={K}, {n_obs} lists: the two passes disagree")
-            calls = {
-                "compiled": lambda: jax.block_until_ready(compiled(*inst)),
-                "c1": lambda: decode_native.ucb_backward_native(*inst, threads=1),
-                "cT": lambda: decode_native.ucb_backward_native(*inst, threads=T),
-            }
-            rounds = args.rounds if K <= 10000 else min(args.rounds, 3)
-            t = interleaved(calls, rounds=rounds, number=1, warmup=1)
-            print(f"| {n_obs:,d} | {K:,d} | {1e3 * t['compiled']:.2f} ms | "
-                  f"{1e3 * t['c1']:.2f} ms | {1e3 * t['cT']:.2f} ms | "
-                  f"{t['compiled'] / t['cT']:.1f}x | "
-                  f"{int(np.asarray(out_c[2]).sum()):,d} / {int(out_n[2].sum()):,d} |",
-                  flush=True)
+    for K, n_obs, inst, rounds in ucb_instances(args):
+        out_c = compiled(*inst)
+        out_n = decode_native.ucb_backward_native(*inst)
+        tol = 1e-4 if args.float32 else 1e-9
+        if not np.allclose(np.asarray(out_c[0], np.float64), out_n[0], rtol=tol,
+                           atol=tol):
+            raise AssertionError(f"K={K}, {n_obs} lists: the two passes disagree")
+        calls = {
+            "compiled": lambda: jax.block_until_ready(compiled(*inst)),
+            "c1": lambda: decode_native.ucb_backward_native(*inst, threads=1),
+            "cT": lambda: decode_native.ucb_backward_native(*inst, threads=T),
+        }
+        t = interleaved(calls, rounds=rounds, number=1, warmup=1)
+        print(f"| {n_obs:,d} | {K:,d} | {1e3 * t['compiled']:.2f} ms | "
+              f"{1e3 * t['c1']:.2f} ms | {1e3 * t['cT']:.2f} ms | "
+              f"{t['compiled'] / t['cT']:.1f}x | "
+              f"{int(np.asarray(out_c[2]).sum()):,d} / {int(out_n[2].sum()):,d} |",
+              flush=True)
 
 
 if __name__ == "__main__":
