@@ -1,6 +1,6 @@
-"""Build of the optional C kernel (``bayesrank._prefix_scan``); everything else is in
+"""Build of the optional C kernel (``bayesrank.decoding._prefix_scan``); everything else is in
 pyproject.toml. Without a C compiler the install still succeeds (``optional=True``)
-and bayesrank uses its compiled-JAX search instead (:mod:`bayesrank.decode_native`)."""
+and bayesrank uses its compiled-JAX search instead (:mod:`bayesrank.decoding.native`)."""
 
 import sys
 
@@ -10,11 +10,11 @@ flags = [] if sys.platform == "win32" else ["-O3", "-fno-math-errno", "-pthread"
 setup(
     ext_modules=[
         Extension(
-            "bayesrank._prefix_scan",
-            sources=["bayesrank/_prefix_scan.c"],
-            depends=["bayesrank/_prefix_scan.h",
-                     "bayesrank/_vendor/xla/ffi/api/c_api.h"],
-            include_dirs=["bayesrank/_vendor"],
+            "bayesrank.decoding._prefix_scan",
+            sources=["bayesrank/decoding/_prefix_scan.c"],
+            depends=["bayesrank/decoding/_prefix_scan.h",
+                     "bayesrank/decoding/_vendor/xla/ffi/api/c_api.h"],
+            include_dirs=["bayesrank/decoding/_vendor"],
             extra_compile_args=flags,
             extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
             optional=True,

@@ -9,11 +9,13 @@ ArviZ, matplotlib and Dask are imported only where diagnostics, plots or distrib
 sweeps are made, so ``import bayesrank`` stays fast.
 """
 
-from bayesrank import bounds, datasets, decode, links, noise, scores
-from bayesrank.decode import best_list
-from bayesrank.env import RankingEnv
-from bayesrank.feedback import cascade_rewards
+from bayesrank import _moved, datasets
+from bayesrank._version import __version__
+from bayesrank.decoding.api import best_list
 from bayesrank.experiments.simulate import simulate
+from bayesrank.model import bounds, links, noise
+from bayesrank.model.env import RankingEnv
+from bayesrank.model.feedback import cascade_rewards
 from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
@@ -21,7 +23,7 @@ from bayesrank.policies.ucb import RankUCB
 from bayesrank.policies.window_ucb import WindowRankUCB
 from bayesrank.posteriors import GaussianLinear, GaussianLinearUnknownNoise, LaplaceGLM
 
-__version__ = "0.1.0"
+_moved.install()
 
 
 def __getattr__(name):
@@ -30,6 +32,17 @@ def __getattr__(name):
         from bayesrank import posteriors
 
         return getattr(posteriors, name)
+    # Modules that moved (``br.decode``, ``br.scores``): import the old path, which
+    # warns and forwards to the new module.
+    if f"bayesrank.{name}" in _moved.MOVED:
+        import importlib
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = importlib.import_module(f"bayesrank.{name}")
+        _moved.warn_moved(f"bayesrank.{name}", stacklevel=3)
+        return module
     raise AttributeError(f"module 'bayesrank' has no attribute {name!r}")
 
 
@@ -50,9 +63,7 @@ __all__ = [
     "cascade_rewards",
     "bounds",
     "datasets",
-    "decode",
     "links",
     "noise",
-    "scores",
     "simulate",
 ]

@@ -21,7 +21,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from bayesrank import __version__
+        from bayesrank._version import __version__
 
         print(f"bayesrank {__version__}")
         parser.exit(0)
@@ -161,8 +161,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _unknown_before_command(parser, argv) -> list[str]:
+    """Options given before the subcommand that the top-level parser does not know
+    (argparse would only say that COMMAND is missing)."""
+    known = set(parser._option_string_actions)
+    out = []
+    for tok in argv:
+        if not tok.startswith("-"):
+            break  # the subcommand: its own parser judges the rest
+        if tok.split("=", 1)[0] not in known:
+            out.append(tok)
+    return out
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    unknown = _unknown_before_command(parser, argv)
+    if unknown:
+        parser.error(
+            f"unrecognized arguments: {' '.join(unknown)} (expected a COMMAND first: "
+            f"{', '.join(parser._subcommands)})"
+        )
     args, extra = parser.parse_known_args(argv)
     subparser = parser._subcommands[args.command]
     if extra:

@@ -233,7 +233,7 @@ def tightness(ds, bounds: dict, *, policy: str | None = None, ax=None, title=Non
 
     Args:
         bounds: ``{label: (T,) array}`` bound values at rounds 1..T (see
-            :mod:`bayesrank.bounds`).
+            :mod:`bayesrank.model.bounds`).
         policy: restrict to one policy (default: all in ``ds``).
     """
     import matplotlib.pyplot as plt

@@ -47,8 +47,11 @@ def main() -> None:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
 
-    from bayesrank import decode, graph, scores
-    from bayesrank.env import RankingEnv
+    from bayesrank.decoding import graph, scores
+    from bayesrank.decoding.api import best_list
+    from bayesrank.decoding.dense import decode_in_jit, dp_decode
+    from bayesrank.decoding.separable import separable_decode
+    from bayesrank.model.env import RankingEnv
 
     reps = 20 if args.quick else 200
     rows: list[tuple[str, int, int, float, str]] = []
@@ -58,7 +61,7 @@ def main() -> None:
         first, pairs = env.score_tables()
         return env, jnp.asarray(first), jnp.asarray(pairs)
 
-    dense = jax.jit(decode.dp_decode)
+    dense = jax.jit(dp_decode)
     dense_times = {}
     for K in (10, 30, 100, 1000):
         _, first, pairs = tables(K, 4)
@@ -98,7 +101,7 @@ def main() -> None:
         )
         del G
 
-    sep = jax.jit(decode.separable_decode)
+    sep = jax.jit(separable_decode)
     for K in (1000, 100_000):
         env = RankingEnv.paper(seed=0, K=K, L=10, d=10, w_max=10.0)
         first, A, B = scores.linear_parts(env.theta, env.items, env.w, env.v0)
@@ -110,12 +113,12 @@ def main() -> None:
     _, first, pairs = tables(100, 4)
     f_np, p_np = np.asarray(first), np.asarray(pairs)
     n_d = 10 if args.quick else 50
-    t = median_time(lambda: decode.best_list(f_np, p_np, distinct=True), n_d)
+    t = median_time(lambda: best_list(f_np, p_np, distinct=True), n_d)
     rep_items, _ = dense(first, pairs)
     repeats = len(set(np.asarray(rep_items).tolist())) < 4
     note = f"unconstrained best repeats an item: {repeats}"
     rows.append(("distinct (best_list, host A*)", 100, 4, t, note))
-    in_jit = jax.jit(lambda f, p: decode.decode_in_jit(f, p, distinct=True))
+    in_jit = jax.jit(lambda f, p: decode_in_jit(f, p, distinct=True))
     t = median_time(lambda: in_jit(first, pairs), n_d)
     rows.append(("distinct (jit decode_in_jit, callback)", 100, 4, t, ""))
 

@@ -6,9 +6,9 @@ RankTS with a point estimate under the logistic link (the conjugate Gaussian
 posterior's draw scored under the logistic link, as in ``decode_scale.py``; L = 4,
 d = 10, the paper's generator, 200 observed lists) selects through the class API with
 the decoder forced to the dense (L-1) K x K DP and to the host Pareto-front scan of
-:mod:`bayesrank.decode_monotone`. The two are timed in turns (``interleaved``), so a
+:mod:`bayesrank.decoding.monotone`. The two are timed in turns (``interleaved``), so a
 slow spell of the machine falls on both; the ratio dense / fast is what sets
-``bayesrank.policies.decoder.FAST_K_MONOTONE``, the item count from which "auto" takes
+``bayesrank.decoding.dispatch.FAST_K_MONOTONE``, the item count from which "auto" takes
 the scan on the CPU. The two policies share the seed and the data, so they draw the
 same theta: the "same list" column says whether both paths picked the same list
 (exactness itself is tested in ``tests/test_decode_monotone.py``).
@@ -38,10 +38,10 @@ def main(argv=None):
     ap.add_argument("--x64", action="store_true", help="float64 instead of float32")
     args = parse(ap, argv, K=[128, 512], rounds=3, number=2)
     jax.config.update("jax_enable_x64", args.x64)
-    import bayesrank as br
     from decode_scale import build, observe
 
-    from bayesrank.policies import decoder
+    import bayesrank as br
+    from bayesrank.decoding import dispatch as decoder
 
     print(machine())
     dtype = jax.numpy.result_type(float)

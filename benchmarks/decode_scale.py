@@ -26,9 +26,9 @@ draw of theta and the link).
 
 Float64 by default (as the README's main table); ``--float32`` runs in the library's
 default precision, where the dense DP is several times faster. RankUCB's fast path
-is the C kernel of :mod:`bayesrank.decode_native` where it is built (the header says
+is the C kernel of :mod:`bayesrank.decoding.native` where it is built (the header says
 which ran); ``--compiled`` forces the compiled-JAX search of
-:mod:`bayesrank.decode_prefix`.
+:mod:`bayesrank.decoding.prefix`.
 
 Usage:
     python benchmarks/decode_scale.py                   # K = 1e3 .. 1e5
@@ -51,13 +51,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bayesrank as br  # noqa: E402
 from _common import machine, parse  # noqa: E402
-from bayesrank.decode_bound import ucb_backward  # noqa: E402
-from bayesrank import decode_native  # noqa: E402
-from bayesrank.decode_native import ucb_backward_fast  # noqa: E402
-from bayesrank.links import get_link  # noqa: E402
-from bayesrank.policies import decoder  # noqa: E402
+
+import bayesrank as br  # noqa: E402
+from bayesrank.decoding import native  # noqa: E402
+from bayesrank.decoding.bounded import ucb_backward  # noqa: E402
+from bayesrank.decoding.native import ucb_backward_fast  # noqa: E402
+from bayesrank.model.links import get_link  # noqa: E402
+from bayesrank.decoding import dispatch as decoder  # noqa: E402
 from bayesrank.posteriors import GaussianLinear  # noqa: E402
 
 L, D = 4, 10
@@ -271,11 +272,11 @@ def main(argv=None):
     args = parse(ap, argv, K=[1000, 3000], repeat=3)
     jax.config.update("jax_enable_x64", not args.float32)
     print(machine())
-    decode_native.USE_NATIVE = not args.compiled
-    ucb_path = ("C kernel (bayesrank._prefix_scan, "
-                f"{decode_native.default_threads()} threads)"
-                if decode_native.USE_NATIVE and decode_native.available()
-                else "compiled search (bayesrank.decode_prefix)")
+    native.USE_NATIVE = not args.compiled
+    ucb_path = ("C kernel (bayesrank.decoding._prefix_scan, "
+                f"{native.default_threads()} threads)"
+                if native.USE_NATIVE and native.available()
+                else "compiled search (bayesrank.decoding.prefix)")
     print(f"RankUCB fast path: {ucb_path}")
     print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}, FAST_K = {decoder.FAST_K}, "
           f"FAST_K_MONOTONE = {decoder.FAST_K_MONOTONE}, FAST_K_PREFIX = "

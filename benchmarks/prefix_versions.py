@@ -1,6 +1,6 @@
 """Benchmark: the compiled UCB backward pass against an earlier version of itself.
 
-Loads ``bayesrank/decode_prefix.py`` as it was at ``--against`` (a git revision of
+Loads ``bayesrank/prefix.py`` as it was at ``--against`` (a git revision of
 this repository, read with ``git show``) beside the current module, and times both
 backward passes (``ucb_backward_prefix``, jitted, after compiling) in turns on
 RankUCB's own factors after ``--observed`` random lists (20: early rounds, a wide
@@ -30,24 +30,25 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import interleaved, machine  # noqa: E402
-from bayesrank import decode_prefix  # noqa: E402
 from decode_scale import D, L, backward_pass_options, ucb_instances  # noqa: E402
+
+from bayesrank.decoding import prefix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def previous(rev: str):
-    """The module ``bayesrank/decode_prefix.py`` at git revision ``rev`` of this
+    """The module ``bayesrank/prefix.py`` at git revision ``rev`` of this
     repository, or None (with the reason printed) when git cannot show it."""
     try:
         src = subprocess.run(
-            ["git", "show", f"{rev}:bayesrank/decode_prefix.py"], cwd=ROOT,
+            ["git", "show", f"{rev}:bayesrank/prefix.py"], cwd=ROOT,
             check=True, capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError) as err:
         print(f"revision {rev} not available ({err}); timing the current version only")
         return None
     mod = types.ModuleType(f"decode_prefix_{rev}")
-    exec(compile(src, f"{rev}:bayesrank/decode_prefix.py", "exec"), mod.__dict__)
+    exec(compile(src, f"{rev}:bayesrank/prefix.py", "exec"), mod.__dict__)
     return mod
 
 
@@ -63,7 +64,7 @@ def main(argv=None):
           "| pair scores (old / current) |")
     print("|---|---|---|---|---|---|")
     for K, n_obs, inst, rounds in ucb_instances(args):
-        fns = {"current": jax.jit(decode_prefix.ucb_backward_prefix)}
+        fns = {"current": jax.jit(prefix.ucb_backward_prefix)}
         if old is not None:
             fns["old"] = jax.jit(old.ucb_backward_prefix)
         out = {k: f(*inst) for k, f in fns.items()}

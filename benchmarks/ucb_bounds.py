@@ -17,7 +17,7 @@ the K^2 pairs whose upper bound still reaches their row's best, for
   ``||Ui + Uj||^2 = |Ui|^2 + 2 Ui.Uj + |Uj|^2``, at ``t_i = ||Ui + mean Uj||`` and at
   the norm of the row's best pair (tight where the winners are).
 
-A second table models the compiled prefix search (:mod:`bayesrank.decode_prefix`) in
+A second table models the compiled prefix search (:mod:`bayesrank.decoding.prefix`) in
 NumPy: the j's sorted by their global-shift bound, scored in its windows against
 the rows whose bound still reaches their best so far; and the same with each row's
 window test refined by the column groups (the largest group bound over the window's
@@ -48,8 +48,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, parse  # noqa: E402
-from bayesrank.decode_prefix import windows  # noqa: E402
 from decode_scale import ucb_factors  # noqa: E402
+
+from bayesrank.decoding.prefix import windows  # noqa: E402
 
 
 def groups(X, C, iters=10):

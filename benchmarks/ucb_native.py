@@ -5,9 +5,9 @@ them alike), the identity-link UCB backward pass on RankUCB's own factors after
 ``--observed`` random lists (20: early rounds, a wide bonus; 20,000: late rounds, a
 narrow one), L = 4, d = 10, the paper's instances:
 
-* the C kernel, :func:`bayesrank.decode_native.ucb_backward_native`, with 1 thread and
-  with :func:`~bayesrank.decode_native.default_threads` threads (host call);
-* the compiled search, :func:`bayesrank.decode_prefix.ucb_backward_prefix` (jitted,
+* the C kernel, :func:`bayesrank.decoding.native.ucb_backward_native`, with 1 thread and
+  with :func:`~bayesrank.decoding.native.default_threads` threads (host call);
+* the compiled search, :func:`bayesrank.decoding.prefix.ucb_backward_prefix` (jitted,
   after compiling).
 
 Prints the median time of each, the ratio compiled / C, and each one's pair scores
@@ -31,19 +31,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import interleaved, machine  # noqa: E402
-from bayesrank import decode_native  # noqa: E402
-from bayesrank.decode_prefix import ucb_backward_prefix  # noqa: E402
 from decode_scale import D, L, backward_pass_options, ucb_instances  # noqa: E402
+
+from bayesrank.decoding import native  # noqa: E402
+from bayesrank.decoding.prefix import ucb_backward_prefix  # noqa: E402
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args = backward_pass_options(ap, argv)
     print(machine())
-    if not decode_native.available():
-        print("the C kernel (bayesrank._prefix_scan) is not built: nothing to compare")
+    if not native.available():
+        print("the C kernel (bayesrank.decoding._prefix_scan) is not built: nothing to compare")
         return
-    T = decode_native.default_threads()
+    T = native.default_threads()
     print(f"L = {L}, d = {D}, {jax.numpy.result_type(float)}; backward pass alone, "
           f"median of interleaved rounds\n")
     print(f"| lists observed | K | compiled search | C, 1 thread | C, {T} threads | "
@@ -52,15 +53,15 @@ def main(argv=None):
     compiled = jax.jit(ucb_backward_prefix)
     for K, n_obs, inst, rounds in ucb_instances(args):
         out_c = compiled(*inst)
-        out_n = decode_native.ucb_backward_native(*inst)
+        out_n = native.ucb_backward_native(*inst)
         tol = 1e-4 if args.float32 else 1e-9
         if not np.allclose(np.asarray(out_c[0], np.float64), out_n[0], rtol=tol,
                            atol=tol):
             raise AssertionError(f"K={K}, {n_obs} lists: the two passes disagree")
         calls = {
             "compiled": lambda: jax.block_until_ready(compiled(*inst)),
-            "c1": lambda: decode_native.ucb_backward_native(*inst, threads=1),
-            "cT": lambda: decode_native.ucb_backward_native(*inst, threads=T),
+            "c1": lambda: native.ucb_backward_native(*inst, threads=1),
+            "cT": lambda: native.ucb_backward_native(*inst, threads=T),
         }
         t = interleaved(calls, rounds=rounds, number=1, warmup=1)
         print(f"| {n_obs:,d} | {K:,d} | {1e3 * t['compiled']:.2f} ms | "

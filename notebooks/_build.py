@@ -702,7 +702,7 @@ and the authors search it with Dijkstra from every start node.
 
 Because the path weight is a *sum over consecutive pairs*, the longest path is a
 max-sum dynamic programme over a chain (Viterbi), $O(L K^2)$, and $O(L K)$ when the
-scores separate. bayesrank keeps the explicit graph (`bayesrank.graph`, built with
+scores separate. bayesrank keeps the explicit graph (`bayesrank.decoding.graph`, built with
 networkx) as a teaching and testing tool. This notebook draws it for a tiny instance and
 checks that the DP finds the same path."""),
     params("""\
@@ -717,7 +717,7 @@ import networkx as nx
 import numpy as np
 
 import bayesrank as br
-from bayesrank import graph"""),
+from bayesrank.decoding import graph"""),
     md("""\
 ## A tiny instance: K = 3 items, L = 3 slots
 

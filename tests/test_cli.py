@@ -11,8 +11,9 @@ import pytest
 import xarray as xr
 
 import bayesrank as br
-from bayesrank import bounds, cli
+from bayesrank import cli
 from bayesrank.experiments import reproduce as rep
+from bayesrank.model import bounds
 
 
 def run_cli(*args):
@@ -41,6 +42,16 @@ def test_bad_flags_print_usage_not_a_traceback(args):
     assert res.returncode == 2
     assert "usage:" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("args", [["--nope"], ["--nope", "demo"], ["--quick=1", "demo"]])
+def test_an_unknown_top_level_flag_is_named(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert f"unrecognized arguments: {args[0]} (expected a COMMAND first" in err, err
+    assert "required: COMMAND" not in err
 
 
 @pytest.mark.parametrize(

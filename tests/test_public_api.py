@@ -8,11 +8,15 @@ import bayesrank as br
 
 MODULES = [
     "bayesrank", "bayesrank.posteriors", "bayesrank.sensitivity", "bayesrank.experiments",
-    "bayesrank.decode", "bayesrank.graph", "bayesrank.bounds", "bayesrank.noise",
-    "bayesrank.links", "bayesrank.plots", "bayesrank.backward",
+    "bayesrank.decoding", "bayesrank.plots", "bayesrank.datasets",
+    *(f"bayesrank.decoding.{m}" for m in (
+        "api", "backward", "bounded", "checks", "dense", "dispatch", "graph", "monotone",
+        "native", "prefix", "scores", "search", "separable", "window")),
+    *(f"bayesrank.model.{m}" for m in ("bounds", "env", "feedback", "links", "noise")),
     "bayesrank.policies", *(f"bayesrank.policies.{m}" for m in (
-        "base", "baseline", "bonus", "context", "core", "decoder", "estimate",
+        "base", "baseline", "bonus", "context", "core", "estimate",
         "features", "gen_ucb", "tables", "ts", "ucb", "window_ucb")),
+    "bayesrank.studies.obd", "bayesrank.studies.obd_config",
 ]
 
 

@@ -3,7 +3,7 @@
 The design (stated in every report): the items, dependency weights and user vector of
 ``RankingEnv.paper(seed, K, L, d, w_max)``, and per simulation ``n`` lists of L items
 drawn uniformly at random (repeats allowed, as in the paper), turned into features
-``x^l = v_{a^l} + w_l v_{a^{l-1}}`` by :func:`bayesrank.scores.list_features`.
+``x^l = v_{a^l} + w_l v_{a^{l-1}}`` by :func:`bayesrank.decoding.scores.list_features`.
 
 A :class:`Generative` holds pure functions ``prior(key, L, p) -> params`` and
 ``rewards(key, params, x) -> y``; :func:`generative_for` reads them off a model's public
@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank import scores
+from bayesrank.decoding import scores
 
 __all__ = [
     "Design",
@@ -64,7 +64,7 @@ class Generative(NamedTuple):
 @functools.lru_cache(maxsize=16)
 def design_arrays(design: Design):
     """items (K, d), W (L, 1), v0 (d,) of the design's paper instance (NumPy)."""
-    from bayesrank.env import RankingEnv
+    from bayesrank.model.env import RankingEnv
 
     with jax.ensure_compile_time_eval():
         env = RankingEnv.paper(

@@ -34,7 +34,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank import scores
 from bayesrank.calibration.generative import (
     Design,
     Generative,
@@ -43,6 +42,7 @@ from bayesrank.calibration.generative import (
 )
 from bayesrank.calibration.ranks import rank_of
 from bayesrank.calibration.sbc import lag1_autocorrelation, posterior_draws
+from bayesrank.decoding import scores
 from bayesrank.policies.context import Context
 from bayesrank.policies.ts import rank_ts
 from bayesrank.posteriors.base import update_many

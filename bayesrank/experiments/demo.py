@@ -8,6 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesrank.experiments.simulate import simulate
+from bayesrank.model.env import RankingEnv
+from bayesrank.policies.baseline import RankedBaseline
+from bayesrank.policies.gen_ucb import GenRankUCB
+from bayesrank.policies.ts import RankTS
+from bayesrank.policies.ucb import RankUCB
+from bayesrank.posteriors.gaussian import GaussianLinear
+
 __all__ = ["authors_alpha", "paper_policies", "run_demo", "summary_rows"]
 
 
@@ -22,20 +30,19 @@ def authors_alpha(delta: float = 0.1) -> float:
 
 def paper_policies(env, *, lam: float = 1.0, delta: float = 0.1, alpha=None):
     """The paper's four algorithms as ``{name: factory(seed)}`` for :func:`simulate`."""
-    import bayesrank as br
 
     V, w, v0, L = env.items, env.w, env.v0, env.L
     return {
-        "RankTS": lambda s: br.RankTS(
-            model=br.GaussianLinear(), items=V, w=w, v0=v0, seed=s
+        "RankTS": lambda s: RankTS(
+            model=GaussianLinear(), items=V, w=w, v0=v0, seed=s
         ),
-        "RankUCB": lambda s: br.RankUCB(
+        "RankUCB": lambda s: RankUCB(
             items=V, w=w, v0=v0, lam=lam, delta=delta, alpha=alpha, seed=s
         ),
-        "GenRankUCB": lambda s: br.GenRankUCB(
+        "GenRankUCB": lambda s: GenRankUCB(
             items=V, L=L, v0=v0, lam=lam, delta=delta, alpha=alpha, seed=s
         ),
-        "Baseline": lambda s: br.RankedBaseline(
+        "Baseline": lambda s: RankedBaseline(
             items=V, L=L, v0=v0, lam=lam, delta=delta, alpha=alpha, seed=s
         ),
     }
@@ -69,7 +76,6 @@ def run_demo(
     out="bayesrank-demo", K=100, T=1000, runs=20, w_max=10.0, seed=0, quick=False
 ):
     """Run the demo, print a summary table, write ``regret.png`` and ``results.nc``."""
-    import bayesrank as br
     from bayesrank import plots
 
     for name, val in (("K", K), ("T", T), ("runs", runs)):
@@ -81,13 +87,13 @@ def run_demo(
         K, T, runs = min(K, 20), min(T, 200), min(runs, 4)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
+    env = RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
     print(
         f"bayesrank demo: {env!r}, T={T} rounds x {runs} runs; UCB width "
         f"alpha = {authors_alpha():.3f} (the authors' constant)"
     )
     t0 = time.perf_counter()
-    ds = br.simulate(
+    ds = simulate(
         env, paper_policies(env, alpha=authors_alpha()), T=T, runs=runs, seed=seed
     )
     elapsed = time.perf_counter() - t0

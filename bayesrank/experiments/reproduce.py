@@ -18,7 +18,6 @@ v0 = 0 and has no effect), stored as the ``w_max_realised`` attribute.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import time
@@ -27,6 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from bayesrank.experiments.demo import authors_alpha
+from bayesrank.experiments.simulate import simulate
+from bayesrank.model import noise
+from bayesrank.model.env import RankingEnv
+from bayesrank.policies.gen_ucb import GenRankUCB
+from bayesrank.policies.ts import RankTS
+from bayesrank.policies.ucb import RankUCB
+from bayesrank.posteriors.gaussian import GaussianLinear
 
 __all__ = [
     "PAPER_TIMING_MS",
@@ -66,7 +72,7 @@ SCALES = {
 
 def w_label(env, w_max: float) -> str:
     """"max|w| range X (realised Y)": the sampling range and the realised value."""
-    from bayesrank.bounds import w_max_realised
+    from bayesrank.model.bounds import w_max_realised
 
     return f"max|w| range {w_max:g} (realised {w_max_realised(env):.3g})"
 
@@ -111,14 +117,14 @@ def _coincide_note(ds) -> str:
 
 
 def _panel(name, env, T, runs, seed, out, title, report, alpha, w_max, extra=None):
-    import bayesrank as br
-    from bayesrank import bounds, plots
+    from bayesrank import plots
     from bayesrank.experiments.demo import paper_policies, summary_rows
+    from bayesrank.model import bounds
 
     pol = paper_policies(env, alpha=alpha)
     if extra:
         pol.update(extra)
-    ds = br.simulate(env, pol, T=T, runs=runs, seed=seed)
+    ds = simulate(env, pol, T=T, runs=runs, seed=seed)
     ds.attrs["w_max_sampling"] = float(w_max)
     ds.attrs["w_max_realised"] = bounds.w_max_realised(env)
     ds.attrs["w_realised"] = json.dumps(np.asarray(env.w, dtype=float).tolist())
@@ -143,7 +149,6 @@ def _panel(name, env, T, runs, seed, out, title, report, alpha, w_max, extra=Non
 
 
 def _figure1(out, scale, seed, report, quick):
-    import bayesrank as br
 
     report.append(
         "## Figure 1 (K = 100)\n\nPaper: all algorithms converge with w = 0; with "
@@ -156,7 +161,7 @@ def _figure1(out, scale, seed, report, quick):
     )
     for d, dtag in ((10, ""), (5, "_d5")):
         for w_max, tag in ((0.0, "w0"), (10.0, "w10")):
-            env = br.RankingEnv.paper(seed=seed, K=100, L=4, d=d, w_max=w_max)
+            env = RankingEnv.paper(seed=seed, K=100, L=4, d=d, w_max=w_max)
             _panel(
                 f"figure1{dtag}_{tag}",
                 env,
@@ -172,7 +177,6 @@ def _figure1(out, scale, seed, report, quick):
 
 
 def _appendix(out, scale, seed, report, quick):
-    import bayesrank as br
 
     report.append(
         "## Appendix figure\n\nPaper: with max|w| = 0.1 all converge; with "
@@ -184,7 +188,7 @@ def _appendix(out, scale, seed, report, quick):
         (10, 10.0, "K10_w10"),
         (100, 0.5, "K100_w0.5"),
     ):
-        env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
+        env = RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
         _panel(
             f"appendix_{tag}",
             env,
@@ -200,7 +204,6 @@ def _appendix(out, scale, seed, report, quick):
 
 
 def _robustness(out, scale, seed, report, quick):
-    import bayesrank as br
 
     report.append(
         "## Robustness to Laplace noise (K = 10, max|w| = 1)\n\nPaper: small "
@@ -208,13 +211,13 @@ def _robustness(out, scale, seed, report, quick):
         "leave linear regret.\n"
     )
     for eps in (1e-5, 0.1, 3.0):
-        env = br.RankingEnv.paper(
+        env = RankingEnv.paper(
             seed=seed,
             K=10,
             L=4,
             d=10,
             w_max=1.0,
-            noise=br.noise.Laplace(eps=eps, sd=1.0),
+            noise=noise.Laplace(eps=eps, sd=1.0),
         )
         _panel(
             f"robustness_eps{eps:g}",
@@ -234,16 +237,14 @@ def misspecified_env(eps: float, seed: int = 0, K: int = 10, w_max: float = 1.0)
     """The nonlinear perturbation: expected reward m -> m + exp(eps * m)."""
     import jax.numpy as jnp
 
-    import bayesrank as br
-
-    base = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
-    return br.RankingEnv(
+    base = RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=w_max)
+    return RankingEnv(
         base.items,
         base.theta,
         base.w,
         base.v0,
         link=lambda z: z + jnp.exp(eps * z),
-        noise=br.noise.Gaussian(1.0),
+        noise=noise.Gaussian(1.0),
     )
 
 
@@ -273,10 +274,9 @@ def response_times(K: int, rounds: int = 200, seed: int = 0) -> dict:
     """Average response time (select + update, ms per round) through the class API."""
     import jax
 
-    import bayesrank as br
     from bayesrank.experiments.demo import paper_policies
 
-    env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
+    env = RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
     out = {}
     for name, fac in paper_policies(env, alpha=authors_alpha()).items():
         pol = fac(seed)
@@ -295,7 +295,6 @@ def response_times(K: int, rounds: int = 200, seed: int = 0) -> dict:
 
 
 def _timing(out, scale, seed, report, quick):
-    import bayesrank as br
     from bayesrank import plots
     from bayesrank.experiments.demo import paper_policies
 
@@ -303,9 +302,9 @@ def _timing(out, scale, seed, report, quick):
     rounds = 100 if quick else 500
     for K in (10, 100):
         art = response_times(K, rounds=rounds, seed=seed)
-        env = br.RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
+        env = RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
         T_v, runs_v = (200, 8) if quick else (1000, 100)
-        ds = br.simulate(
+        ds = simulate(
             env,
             paper_policies(env, alpha=authors_alpha()),
             T=T_v,
@@ -350,7 +349,7 @@ BOUND_STATEMENTS = {
         "genRankUCB (w learned) with Lemma 1's width for ||phi|| <= m2 "
         "sqrt(1 + m3^2) on any fixed instance with |w_l| <= m3 (frequentist, per "
         "run; log term with the feature bound sqrt(2) m1, see "
-        "bayesrank.bounds.gen_rank_ucb_bound)"
+        "bayesrank.model.bounds.gen_rank_ucb_bound)"
     ),
     "RankTS": (
         "the RankTS theorem: the Bayesian regret, the expected regret averaged "
@@ -372,7 +371,7 @@ def tightness_constants(env, *, lam: float = 1.0, delta: float = 0.1) -> dict:
     ``lam``, ``delta``; RankTS uses the prior ``N(0, m2^2 I)``, i.e. the proof's
     ``lam = 1/m2^2``. ``w_max``/``m3`` are over positions 2..L (w_1 is inert).
     """
-    from bayesrank import bounds
+    from bayesrank.model import bounds
 
     c = bounds.instance_constants(env)
     common = {"L": c["L"], "d": c["d"], "c1": c["c1"], "c2": c["c2"]}
@@ -394,27 +393,26 @@ def tightness_constants(env, *, lam: float = 1.0, delta: float = 0.1) -> dict:
 
 def tightness_policies(env, consts: dict) -> dict:
     """``{name: factory(seed)}`` run with exactly the constants in ``consts``."""
-    import bayesrank as br
 
     V, w, v0, L = env.items, env.w, env.v0, env.L
     u, g, ts = consts["RankUCB"], consts["GenRankUCB"], consts["RankTS"]
     return {
-        "RankUCB": lambda s: br.RankUCB(
+        "RankUCB": lambda s: RankUCB(
             items=V, w=w, v0=v0, lam=u["lam"], delta=u["delta"], m2=u["m2"], seed=s
         ),
-        "GenRankUCB": lambda s: br.GenRankUCB(
+        "GenRankUCB": lambda s: GenRankUCB(
             items=V, L=L, v0=v0, lam=g["lam"], delta=g["delta"], m2=g["m2"],
             m3=g["m3"], seed=s,
         ),
-        "RankTS": lambda s: br.RankTS(
-            model=br.GaussianLinear(prior_scale=ts["m2"], noise_scale=1.0),
+        "RankTS": lambda s: RankTS(
+            model=GaussianLinear(prior_scale=ts["m2"], noise_scale=1.0),
             items=V, w=w, v0=v0, seed=s,
         ),
     }
 
 
 def _bound_fn(name):
-    from bayesrank import bounds
+    from bayesrank.model import bounds
 
     return {
         "RankUCB": bounds.rank_ucb_bound,
@@ -425,16 +423,15 @@ def _bound_fn(name):
 
 def _prior_averaged_ts(T, runs, seed, K, w_max):
     """RankTS on a fresh instance of the generator per run (Bayesian regret)."""
-    import bayesrank as br
 
     n_inst = max(2, min(10, runs))
     per = max(1, runs // n_inst)
     regs, consts = [], []
     for i in range(n_inst):
-        env = br.RankingEnv.paper(seed=seed + 1 + i, K=K, L=4, d=10, w_max=w_max)
+        env = RankingEnv.paper(seed=seed + 1 + i, K=K, L=4, d=10, w_max=w_max)
         c = tightness_constants(env)
         consts.append(c["RankTS"])
-        ds = br.simulate(
+        ds = simulate(
             env, {"RankTS": tightness_policies(env, c)["RankTS"]}, T=T, runs=per,
             seed=seed + 1 + i, progress=False,
         )
@@ -451,14 +448,14 @@ def _prior_averaged_ts(T, runs, seed, K, w_max):
 def _tightness(out, scale, seed, report, quick):
     import xarray as xr
 
-    import bayesrank as br
-    from bayesrank import bounds, plots
+    from bayesrank import plots
+    from bayesrank.model import bounds
 
     T = scale["T"]
     runs = scale["runs"]
-    env = br.RankingEnv.paper(seed=seed, K=10, L=4, d=10, w_max=10.0)
+    env = RankingEnv.paper(seed=seed, K=10, L=4, d=10, w_max=10.0)
     consts = tightness_constants(env)
-    ds = br.simulate(env, tightness_policies(env, consts), T=T, runs=runs, seed=seed)
+    ds = simulate(env, tightness_policies(env, consts), T=T, runs=runs, seed=seed)
     t = np.arange(1, T + 1)
     curves = {n: np.asarray(_bound_fn(n)(t, **consts[n])) for n in consts}
     ds["bound"] = xr.DataArray(

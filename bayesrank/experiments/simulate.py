@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
+from bayesrank._validate import check_seed
+
 __all__ = ["USERS", "noise_key", "policy_seed", "run_scan", "simulate"]
 
 
@@ -49,7 +51,7 @@ def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
             from ``fold_in(fold_in(noise_key, t), USER_STREAM)``; the policy is told
             that v0 and the regret compares with that user's best list.
     """
-    from bayesrank.backward import pick
+    from bayesrank.decoding.backward import pick
     from bayesrank.policies.context import Context
 
     if ctx is None:
@@ -97,10 +99,10 @@ def _stack(trees):
 def _versions() -> dict:
     import numpyro
 
-    import bayesrank
+    from bayesrank._version import __version__
 
     return {
-        "bayesrank": bayesrank.__version__,
+        "bayesrank": __version__,
         "jax": jax.__version__,
         "numpyro": numpyro.__version__,
         "numpy": np.__version__,
@@ -156,6 +158,7 @@ def simulate(
     for name, fac in policies.items():
         if not callable(fac):
             raise TypeError(f"policies[{name!r}]: expected a callable seed -> policy")
+    seed = check_seed(seed)
     for name, val in (("T", T), ("runs", runs)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
             raise ValueError(f"{name}: expected a positive integer, got {val!r}")

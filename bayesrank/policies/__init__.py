@@ -6,8 +6,8 @@ NamedTuple state, the request's :class:`~.context.Context` passed explicitly);
 WindowRankUCB and RankedBaseline are short constructors over the parts.
 """
 
-from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.base import Policy
+from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.bonus import BonusRest, UCBParams
 from bayesrank.policies.context import Context
 from bayesrank.policies.core import PolicyCore, PolicyState, Selection, compose

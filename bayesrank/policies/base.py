@@ -13,12 +13,12 @@ t uses the key ``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.env import check_lists
+from bayesrank._validate import check_seed
+from bayesrank.model.env import check_lists
 from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
 from bayesrank.policies.core import PolicyCore
 from bayesrank.policies.history import DEFAULT_CAPACITY, History, check_capacity
@@ -173,12 +173,9 @@ class Policy:
     vmappable = True
 
     def _setup(self, core: PolicyCore, seed: int) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
-        if seed < 0:
-            raise ValueError(f"seed: expected an int >= 0, got {seed}")
+        seed = check_seed(seed)
         self._core = core
-        self.seed = int(seed)
+        self.seed = seed
         self.key = jax.random.key(self.seed)
         self._pending = None
         self.state = core.init()

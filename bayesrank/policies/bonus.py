@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bayesrank import scores
-from bayesrank.bounds import lemma1_width
+from bayesrank.decoding import scores
+from bayesrank.model.bounds import lemma1_width
 from bayesrank.policies.tables import apply_link
 from bayesrank.posteriors.linalg import whiten
 

@@ -17,7 +17,7 @@ The parts, each written once:
 * ``features``: ``(items, lists, v0) -> (L, p)`` (:mod:`.features`);
 * ``estimate``: a Thompson draw or a point estimate with a width (:mod:`.estimate`);
 * ``tables``: scores of a kind fixed at trace time (:mod:`.tables`, :mod:`.bonus`);
-* the decoder: :func:`bayesrank.policies.decoder.decode_tables`.
+* the decoder: :func:`bayesrank.decoding.dispatch.decode_tables`.
 
 The item vectors live in the state (capacity ``Kc`` rows, ``active`` marks the real
 ones), so items can be added at run time without rebuilding the core.
@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from bayesrank.decoding.dispatch import backward, decode_tables, pick
 from bayesrank.policies.context import Context
-from bayesrank.policies.decoder import backward, decode_tables, pick
 
 __all__ = ["PolicyCore", "PolicyState", "Selection", "compose"]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import jax.numpy as jnp
 
-from bayesrank import scores
+from bayesrank.decoding import scores
 
 __all__ = ["item_features", "pair_features", "window_features"]
 

@@ -17,8 +17,10 @@ a crash never leaves half a file under the target's name.
 * every failure (not a zip, truncated, missing keys, bad JSON, wrong class, a newer
   format, tampered arrays) is a ``ValueError`` naming the path and what is wrong.
 
-Format history: 1 (no version, no ``history_v0``, no ``max_history``), 2 (current).
-Format-1 files are migrated on load (v0 of the history taken as the policy's v0).
+Format history: 1 (no version, no ``history_v0``, no ``max_history``), 2 (conjugate
+states without the compensation terms ``prec_lo``/``b_lo``), 3 (current). Older files
+are migrated on load: format 1's history v0 is taken as the policy's v0; formats 1-2
+get zero compensation terms (the plain sums they stored).
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ from bayesrank.policies.history import DEFAULT_CAPACITY, check_capacity
 __all__ = ["FORMAT", "load_policy", "save_policy"]
 
 #: The file format this version writes (and the newest it reads).
-FORMAT = 2
+FORMAT = 3
+
+#: State fields added in format 3 (conjugate models' compensated sums).
+_ADDED_IN_3 = ("prec_lo", "b_lo")
 
 
 def _is_key(x) -> bool:
@@ -54,7 +59,7 @@ def _as_path(path) -> Path:
 # ----------------------------------------------------------------------- save
 def save_policy(policy, path) -> None:
     """Write ``policy`` to ``path`` atomically (see the module docstring)."""
-    from bayesrank import __version__
+    from bayesrank._version import __version__
 
     path = _as_path(path)
     leaves, _ = jax.tree_util.tree_flatten(policy.state)
@@ -227,6 +232,21 @@ def _check_history(data: dict, cfg: dict, obj) -> tuple:
     return items, rewards, np.asarray(v0s)
 
 
+def _migrate_to_3(ref_state, leaves: list, keys: set):
+    """Insert zero compensation terms where a format-1/2 file has none."""
+    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(ref_state)[0]]
+    added = [i for i, p in enumerate(paths)
+             if getattr(p[-1], "name", None) in _ADDED_IN_3]
+    if not added or len(leaves) != len(paths) - len(added):
+        return leaves, len(leaves), keys
+    ref = jax.tree_util.tree_leaves(ref_state)
+    out = list(leaves)
+    for i in added:  # ascending: each insertion lands at its final index
+        out.insert(i, np.zeros(np.shape(ref[i]), np.asarray(ref[i]).dtype))
+    old_to_new = [i for i in range(len(out)) if i not in added]
+    return out, len(out), {old_to_new[k] for k in keys if k < len(old_to_new)}
+
+
 def _build(cls, path: Path, data: dict, cfg: dict, overrides: dict):
     args = {k[4:]: v for k, v in data.items() if k.startswith("arg_")}
     for name, arr in args.items():
@@ -243,6 +263,8 @@ def _build(cls, path: Path, data: dict, cfg: dict, overrides: dict):
         raise _Bad(f"missing state arrays: {', '.join(missing[:4])}")
     keys = set(cfg.get("key_leaves", []))
     leaves = [data[f"state_{i}"] for i in range(n_state)]
+    if cfg["format"] < 3:
+        leaves, n_state, keys = _migrate_to_3(obj.state, leaves, keys)
     n_model = len(jax.tree_util.tree_leaves(obj.state.model))
     n_est = len(jax.tree_util.tree_leaves(obj.state.est))
     if n_model + n_est >= n_state:

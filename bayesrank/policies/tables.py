@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
-from bayesrank import scores
+from bayesrank.decoding import scores
 
 __all__ = ["LinearRest", "LinearTables", "WindowTables", "apply_link"]
 

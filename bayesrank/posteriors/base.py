@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.links import Link
+from bayesrank.model.links import Link
 
 __all__ = ["PosteriorModel", "check_reward_support", "update_many"]
 

@@ -71,7 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, log_ndtr
 
-from bayesrank.links import Link, get_link
+from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.checks import check_int, positive_float, real_float

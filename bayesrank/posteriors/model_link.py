@@ -31,7 +31,7 @@ import numpy as np
 import numpyro
 from numpyro.distributions import constraints
 
-from bayesrank.links import LINKS
+from bayesrank.model.links import LINKS
 
 __all__ = ["infer_link", "support_of"]
 

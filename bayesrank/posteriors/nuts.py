@@ -73,7 +73,7 @@ from numpyro.distributions import biject_to
 from numpyro.infer.util import potential_energy as _potential_energy
 from numpyro.primitives import Messenger
 
-from bayesrank.links import Link, get_link
+from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import models
 from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.checks import (

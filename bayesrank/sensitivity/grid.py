@@ -98,8 +98,8 @@ class EnvSpec:
 
     def build(self):
         """The :class:`bayesrank.RankingEnv` of this spec."""
-        from bayesrank.env import RankingEnv
-        from bayesrank.noise import Gaussian
+        from bayesrank.model.env import RankingEnv
+        from bayesrank.model.noise import Gaussian
 
         return RankingEnv.paper(
             seed=self.seed,

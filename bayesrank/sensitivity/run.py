@@ -119,7 +119,7 @@ def _play(core, env, T: int, best):
 
 
 def _features(env, items):
-    from bayesrank import scores
+    from bayesrank.decoding import scores
 
     return scores.list_features(env.items, env.W, env.v0, items)
 

@@ -30,13 +30,24 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
-import bayesrank as br
+from bayesrank.datasets.obd import obd_position_clicks
+from bayesrank.experiments.simulate import simulate
+from bayesrank.studies import obd_report
+from bayesrank.studies.obd_config import (
+    FULL,
+    POLICIES,
+    QUICK,
+    Entry,
+    StudyConfig,
+    build_env,
+    check_cfg,
+    policy_factories,
+    prior_scales,
+)
 
 __all__ = [
     "FULL",
@@ -49,145 +60,6 @@ __all__ = [
     "prior_scales",
     "run_obd_study",
 ]
-
-
-class StudyConfig(NamedTuple):
-    """Scale and settings of the study (JSON-able; stored in the results)."""
-
-    campaign: str = "all"  # OBD campaign of the items and of the target click rates
-    d: int | None = 10  # PCA dimensions of the item features (None: all 41)
-    w_max: tuple[float, ...] = (0.0, 1.0, 5.0)  # w_l ~ U(-w_max, w_max)
-    T: int = 1500  # rounds per run
-    runs: int = 4  # independent runs per policy and w_max
-    spread: float = 1.0  # sd of the items' own logit scores
-    alpha: float = 0.5  # constant UCB width (RankUCB, GenRankUCB, baseline)
-    prior_scale: float = 1.0  # prior sd of the GLM's item coefficients
-    intercept_prior_scale: float = 10.0  # prior sd of the GLM's intercept
-    steps_per_round: int = 2  # NUTS transitions per round
-    num_warmup: int = 100  # NUTS (re-)adaptation transitions
-    env_seed: int = 0  # seed of the semi-synthetic environments
-
-
-QUICK = StudyConfig(w_max=(0.0, 5.0), T=300, runs=2)
-FULL = StudyConfig()
-
-
-class Entry(NamedTuple):
-    """A policy of the study.
-
-    Attributes:
-        build: ``build(env, cfg) -> factory``, ``factory(seed) -> policy``.
-        description: one line for the report.
-        neighbour_aware: True if the policy models the previous item.
-        linestyle: matplotlib line style in the figure.
-    """
-
-    build: Callable
-    description: str
-    neighbour_aware: bool = True
-    linestyle: str = "-"
-
-
-def prior_scales(env, cfg: StudyConfig):
-    """(p,) prior sds: ``prior_scale`` on the item features, ``intercept_prior_scale``
-    on the intercept column (the semi-synthetic intercepts reach |b| ~ 12)."""
-    return np.r_[np.full(env.d - 1, cfg.prior_scale), cfg.intercept_prior_scale]
-
-
-def _laplace_model(env, cfg: StudyConfig):
-    # LaplaceGLM takes one prior scale for every coefficient, the intercept included
-    return br.LaplaceGLM(link="logistic", prior_scale=cfg.prior_scale, n_max=cfg.T)
-
-
-def _nuts_model(env, cfg: StudyConfig):
-    import numpyro.distributions as dist
-
-    return br.BayesGLM(
-        link="logistic",
-        prior=dist.Normal(0.0, prior_scales(env, cfg)),
-        dim=env.d,
-        n_max=cfg.T,
-        steps_per_round=cfg.steps_per_round,
-        num_warmup=cfg.num_warmup,
-    )
-
-
-#: the study's policies, in plotting order
-POLICIES: dict[str, Entry] = {
-    "RankTS-Laplace": Entry(
-        lambda env, cfg: lambda s: br.RankTS(
-            model=_laplace_model(env, cfg), items=env.items, w=env.w, v0=env.v0, seed=s
-        ),
-        "RankTS, known w, logistic GLM per position, Laplace approximation "
-        "(LaplaceGLM: Newton MAP, Normal prior sd prior_scale on every coefficient, "
-        "the intercept included)",
-        linestyle=(0, (6, 1.5, 1, 1.5, 1, 1.5)),
-    ),
-    "RankTS-NUTS": Entry(
-        lambda env, cfg: lambda s: br.RankTS(
-            model=_nuts_model(env, cfg), items=env.items, w=env.w, v0=env.v0, seed=s
-        ),
-        "RankTS, known w, logistic GLM per position (Normal prior: sd prior_scale "
-        "per item coefficient, intercept_prior_scale on the intercept), warm NUTS",
-    ),
-    "RankUCB": Entry(
-        lambda env, cfg: lambda s: br.RankUCB(
-            items=env.items, w=env.w, v0=env.v0, alpha=cfg.alpha, seed=s
-        ),
-        "RankUCB, known w, ridge (identity-link) model of the clicks, width alpha",
-        linestyle="--",
-    ),
-    "GenRankUCB": Entry(
-        lambda env, cfg: lambda s: br.GenRankUCB(
-            items=env.items, L=env.L, v0=env.v0, alpha=cfg.alpha, seed=s
-        ),
-        "GenRankUCB, learns w, ridge (identity-link) model, width alpha",
-        linestyle=":",
-    ),
-    "Baseline": Entry(
-        lambda env, cfg: lambda s: br.RankedBaseline(
-            items=env.items, L=env.L, v0=env.v0, alpha=cfg.alpha, seed=s
-        ),
-        "ranked bandits: LinUCB per position ignoring the previous item, width alpha",
-        neighbour_aware=False,
-        linestyle="-.",
-    ),
-}
-
-
-def policy_factories(env, cfg: StudyConfig, names=None) -> dict:
-    """``{name: factory(seed)}`` for :func:`bayesrank.simulate`."""
-    names = list(POLICIES) if names is None else list(names)
-    for n in names:
-        if n not in POLICIES:
-            raise ValueError(f"names: unknown policy {n!r}; known: {list(POLICIES)}")
-    return {n: POLICIES[n].build(env, cfg) for n in names}
-
-
-def build_env(cfg: StudyConfig, w_max: float):
-    """The semi-synthetic environment of one ``w_max`` (items reduced by PCA)."""
-    items = br.datasets.obd_items(cfg.campaign, d=cfg.d)
-    return br.RankingEnv.semi_synthetic(
-        items,
-        L=3,
-        link="logistic",
-        w_max=w_max,
-        campaign=cfg.campaign,
-        spread=cfg.spread,
-        seed=cfg.env_seed,
-    )
-
-
-def _check_cfg(cfg: StudyConfig) -> None:
-    if not isinstance(cfg, StudyConfig):
-        raise TypeError(f"cfg: expected a StudyConfig, got {type(cfg).__name__}")
-    for name in ("T", "runs", "steps_per_round"):
-        v = getattr(cfg, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"cfg.{name}: expected a positive integer, got {v!r}")
-    if not cfg.w_max or any(not np.isfinite(w) or w < 0 for w in cfg.w_max):
-        raise ValueError(f"cfg.w_max: expected finite numbers >= 0, got {cfg.w_max!r}")
-
 
 def run_obd_study(
     out="bayesrank-study-obd",
@@ -214,10 +86,8 @@ def run_obd_study(
     """
     import xarray as xr
 
-    from bayesrank.studies import obd_report
-
     cfg = (QUICK if quick else FULL) if cfg is None else cfg
-    _check_cfg(cfg)
+    check_cfg(cfg)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -230,7 +100,7 @@ def run_obd_study(
                 f"{cfg.runs} runs x {cfg.T} rounds",
                 flush=True,
             )
-        ds = br.simulate(
+        ds = simulate(
             env,
             policy_factories(env, cfg, names),
             T=cfg.T,
@@ -241,7 +111,7 @@ def run_obd_study(
         parts.append(_with_env(ds.drop_attrs(), env))
     res = xr.concat(parts, dim="w_max", combine_attrs="drop")
     res = res.assign_coords(w_max=np.asarray(cfg.w_max, dtype=float))
-    rates = br.datasets.obd_position_clicks(cfg.campaign).rates
+    rates = obd_position_clicks(cfg.campaign).rates
     res["target_rate"] = ("position", rates)
     res.attrs["config"] = json.dumps({**cfg._asdict(), "seed": seed})
     res.attrs["versions"] = ds.attrs["versions"]
@@ -260,7 +130,6 @@ def run_obd_study(
             flush=True,
         )
     return res
-
 
 def _with_env(ds, env):
     """Add the environment's parameters to one w_max's simulation results."""

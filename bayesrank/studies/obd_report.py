@@ -10,7 +10,10 @@ import math
 
 import numpy as np
 
-import bayesrank as br
+from bayesrank.datasets.obd import obd_items, obd_log_summary
+from bayesrank.policies.gen_ucb import GenRankUCB
+from bayesrank.policies.ucb import RankUCB
+from bayesrank.posteriors.laplace import LaplaceGLM
 
 __all__ = ["end_regret", "figure", "log_checks", "report", "wilson"]
 
@@ -29,7 +32,7 @@ def log_checks(campaign: str) -> dict:
     model), and how often a whole shown list can be rebuilt from the timestamps."""
     from scipy.stats import chi2
 
-    entry = br.datasets.obd_log_summary()["campaigns"][campaign]
+    entry = obd_log_summary()["campaigns"][campaign]
     n = np.asarray(entry["impressions"], float)
     k = np.asarray(entry["clicks"], float)
     p = k / n
@@ -70,7 +73,7 @@ def figure(res, path) -> None:
     import matplotlib.pyplot as plt
 
     from bayesrank import plots
-    from bayesrank.studies.obd import POLICIES
+    from bayesrank.studies.obd_config import POLICIES
 
     wm = res["w_max"].values
     T = res.sizes["round"]
@@ -147,7 +150,7 @@ def figure(res, path) -> None:
 
 
 def _scale(cfg: dict) -> str:
-    from bayesrank.studies.obd import FULL, QUICK
+    from bayesrank.studies.obd_config import FULL, QUICK
 
     core = {k: v for k, v in cfg.items() if k != "seed"}
     core["w_max"] = tuple(core["w_max"])
@@ -159,12 +162,12 @@ def _scale(cfg: dict) -> str:
 
 def _glm_c1_text(res) -> str:
     """c1 of logistic GLM-UCB (default m2 = 1) on each w_max's environment, as text."""
-    from bayesrank.studies.obd import StudyConfig, build_env
+    from bayesrank.studies.obd_config import StudyConfig, build_env
 
     cfg = json.loads(res.attrs["config"])
     cfg.pop("seed", None)
     scfg = StudyConfig(**{**cfg, "w_max": tuple(cfg["w_max"])})
-    model = br.LaplaceGLM(link="logistic", n_max=1)
+    model = LaplaceGLM(link="logistic", n_max=1)
 
     def c1_of(cls, **kw) -> str:
         # The constructor refuses a c1 that underflows (an infinite width).
@@ -180,8 +183,8 @@ def _glm_c1_text(res) -> str:
     for w_max in res["w_max"].values:
         env = build_env(scfg, float(w_max))
         parts.append(
-            f"at w_max = {w_max:g}, RankUCB {c1_of(br.RankUCB, w=env.w)} and "
-            f"GenRankUCB {c1_of(br.GenRankUCB, L=env.L)}"
+            f"at w_max = {w_max:g}, RankUCB {c1_of(RankUCB, w=env.w)} and "
+            f"GenRankUCB {c1_of(GenRankUCB, L=env.L)}"
         )
     return "; ".join(parts)
 
@@ -211,11 +214,11 @@ def report(res) -> str:
     chk = log_checks(campaign)
     K = res.sizes["feature"] - 1
     names = [str(n) for n in res["policy"].values]
-    from bayesrank.studies.obd import POLICIES
+    from bayesrank.studies.obd_config import POLICIES
 
     aware = [n for n in names if POLICIES.get(n) and POLICIES[n].neighbour_aware]
     base = [n for n in names if n not in aware]
-    items = br.datasets.obd_items(campaign)
+    items = obd_items(campaign)
     sv = np.linalg.svd(items - items.mean(0), compute_uv=False) ** 2
     explained = sv[: cfg["d"]].sum() / sv.sum() if cfg["d"] else 1.0
     end = end_regret(res)

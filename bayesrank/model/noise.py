@@ -1,0 +1,174 @@
+"""Reward noise families of the reward model (Eq. 1 of the paper).
+
+Every family draws rewards around a given expected reward with ``sample(key, mean)``.
+Draws use common random numbers where the family allows it (the same key gives the same
+standard-normal or uniform variates whatever the means), so two policies simulated with
+the same keys see the same noise.
+
+Example:
+    >>> import jax
+    >>> from bayesrank.model import noise
+    >>> noise.Gaussian(1.0).sample(jax.random.key(0), jax.numpy.zeros(4)).shape
+    (4,)
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+from bayesrank.model.links import Link
+
+__all__ = ["Bernoulli", "Gaussian", "Laplace", "Noise", "Poisson", "default_noise"]
+
+
+def _float_mean(mean):
+    """The expected rewards as a JAX array of a floating dtype."""
+    mean = jnp.asarray(mean)
+    if not jnp.issubdtype(mean.dtype, jnp.floating):
+        mean = mean.astype(jnp.result_type(float))
+    return mean
+
+
+def _check_scale(value, name: str, *, allow_zero: bool = True) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a real number, got {value!r}") from None
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name}: expected a finite number {bound}, got {value!r}")
+    return v
+
+
+class Noise(ABC):
+    """Base class: a reward distribution around an expected reward."""
+
+    name = "noise"
+
+    @abstractmethod
+    def sample(self, key, mean):
+        """Rewards with expectation ``mean`` (any shape), drawn with ``key``."""
+
+    @abstractmethod
+    def variance(self, mean):
+        """The reward variance at expectation ``mean``."""
+
+    def check_link(self, link: Link) -> None:
+        """Raise ValueError if this family cannot follow ``link``'s mean range."""
+
+    @property
+    def support(self) -> str:
+        """'real', 'binary' or 'count'."""
+        return "real"
+
+
+@dataclass(frozen=True)
+class Gaussian(Noise):
+    """Gaussian noise with standard deviation ``sd`` (the paper's 1-subgaussian case)."""
+
+    sd: float = 1.0
+    name = "gaussian"
+
+    def __post_init__(self):
+        object.__setattr__(self, "sd", _check_scale(self.sd, "Gaussian.sd"))
+
+    def sample(self, key, mean):
+        mean = _float_mean(mean)
+        return mean + self.sd * jax.random.normal(key, mean.shape, mean.dtype)
+
+    def variance(self, mean):
+        return jnp.full_like(jnp.asarray(mean, float), self.sd**2)
+
+
+@dataclass(frozen=True)
+class Laplace(Noise):
+    """Gaussian(sd) plus ``eps`` times a Laplace(0, 1) draw: the robustness study.
+
+    The variance is ``sd**2 + 2 * eps**2``.
+    """
+
+    eps: float = 0.1
+    sd: float = 1.0
+    name = "laplace"
+
+    def __post_init__(self):
+        object.__setattr__(self, "eps", _check_scale(self.eps, "Laplace.eps"))
+        object.__setattr__(self, "sd", _check_scale(self.sd, "Laplace.sd"))
+
+    def sample(self, key, mean):
+        mean = _float_mean(mean)
+        k1, k2 = jax.random.split(key)
+        gauss = jax.random.normal(k1, mean.shape, mean.dtype)
+        lap = jax.random.laplace(k2, mean.shape, mean.dtype)
+        return mean + self.sd * gauss + self.eps * lap
+
+    def variance(self, mean):
+        return jnp.full_like(jnp.asarray(mean, float), self.sd**2 + 2 * self.eps**2)
+
+
+@dataclass(frozen=True)
+class Bernoulli(Noise):
+    """Clicks: reward 1 with probability ``mean``; needs a link with range in [0, 1]."""
+
+    name = "bernoulli"
+
+    def sample(self, key, mean):
+        mean = _float_mean(mean)
+        u = jax.random.uniform(key, mean.shape, mean.dtype)
+        return (u < mean).astype(mean.dtype)
+
+    def variance(self, mean):
+        mean = _float_mean(mean)
+        return mean * (1.0 - mean)
+
+    def check_link(self, link: Link) -> None:
+        lo, hi = link.range
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(
+                f"noise: Bernoulli clicks need a link whose range lies in [0, 1] "
+                f"(logistic, probit); link {link.name!r} has range {link.range}"
+            )
+
+    @property
+    def support(self) -> str:
+        return "binary"
+
+
+@dataclass(frozen=True)
+class Poisson(Noise):
+    """Counts: Poisson(mean); needs a link with non-negative range (exp)."""
+
+    name = "poisson"
+
+    def sample(self, key, mean):
+        mean = _float_mean(mean)
+        return jax.random.poisson(key, mean, mean.shape).astype(mean.dtype)
+
+    def variance(self, mean):
+        return jnp.asarray(mean)
+
+    def check_link(self, link: Link) -> None:
+        if link.range[0] < 0.0:
+            raise ValueError(
+                f"noise: Poisson counts need a link with non-negative range "
+                f"(exp, logistic, probit); link {link.name!r} has range {link.range}"
+            )
+
+    @property
+    def support(self) -> str:
+        return "count"
+
+
+def default_noise(link: Link) -> Noise:
+    """DESIGN.md's default family: identity -> Gaussian(1), logistic/probit ->
+    Bernoulli, exp -> Poisson; a custom link gets Gaussian(1)."""
+    if link.name in ("logistic", "probit"):
+        return Bernoulli()
+    if link.name == "exp":
+        return Poisson()
+    return Gaussian(1.0)
