@@ -9,7 +9,7 @@ ArviZ, matplotlib and Dask are imported only where diagnostics, plots or distrib
 sweeps are made, so ``import bayesrank`` stays fast.
 """
 
-from bayesrank import _moved, datasets
+from bayesrank import _moved, datasets, ope
 from bayesrank._version import __version__
 from bayesrank.decoding.api import best_list
 from bayesrank.experiments.simulate import simulate
@@ -17,6 +17,7 @@ from bayesrank.model import bounds, links, noise
 from bayesrank.model.env import RankingEnv
 from bayesrank.model.feedback import cascade_rewards
 from bayesrank.policies.baseline import RankedBaseline
+from bayesrank.policies.gen_ts import GenRankTS
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
@@ -50,6 +51,7 @@ __all__ = [
     "BayesGLM",
     "GaussianLinear",
     "GaussianLinearUnknownNoise",
+    "GenRankTS",
     "GenRankUCB",
     "LaplaceGLM",
     "NumPyroModel",
@@ -65,5 +67,6 @@ __all__ = [
     "datasets",
     "links",
     "noise",
+    "ope",
     "simulate",
 ]

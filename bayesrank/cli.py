@@ -66,6 +66,7 @@ FIGURES = [
     "nonlinear",
     "timing",
     "tightness",
+    "unknown-w",
     "all",
 ]
 
@@ -82,9 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser(
         "demo",
-        help="compare RankTS, RankUCB, GenRankUCB and the baseline",
+        help="compare RankTS, RankUCB, GenRankUCB, the baseline and RankTS with w learnt",
         description=(
-            "Run RankTS, RankUCB, GenRankUCB and the baseline on the paper's "
+            "Run RankTS, RankUCB, GenRankUCB, the baseline and RankTS with w learnt (a prior on w) on the paper's "
             "instance (L = 4, d = 10) and print a summary table. Writes two files "
             "into --out: regret.png (per-round regret curves) and results.nc "
             "(the simulation as NetCDF: regret, rewards and timings per policy, "

@@ -106,7 +106,8 @@ def test_demo_quick_writes_png_and_netcdf(tmp_path, capsys):
     assert "RankTS" in out and "Baseline" in out
     assert (tmp_path / "regret.png").stat().st_size > 10_000
     ds = xr.load_dataset(tmp_path / "results.nc")
-    assert set(ds["policy"].values) == {"RankTS", "RankUCB", "GenRankUCB", "Baseline"}
+    assert set(ds["policy"].values) == {"RankTS", "RankUCB", "GenRankUCB", "Baseline",
+                                         "RankTS (latent w)"}
     # the baseline ignores the neighbour dependency and ends with the highest regret
     final = ds["regret"].isel(round=slice(-50, None)).mean(("run", "round"))
     assert final.sel(policy="Baseline") == final.max()

@@ -207,7 +207,7 @@ def test_decoders_live_in_one_package():
 
 def test_tests_mirror_the_package():
     for sub in ("decoding", "model", "policies", "posteriors", "calibration",
-                "experiments", "studies", "datasets", "sensitivity"):
+                "experiments", "studies", "datasets", "sensitivity", "ope"):
         assert (PKG / sub).is_dir(), sub
         assert list((ROOT / "tests" / sub).glob("test_*.py")), sub
 

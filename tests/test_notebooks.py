@@ -73,6 +73,7 @@ def test_notebooks_found():
         "05_layered_graph.ipynb",
         "06_calibration.ipynb",
         "07_real_items.ipynb",
+        "08_unknown_w.ipynb",
     ]
 
 

@@ -16,7 +16,8 @@ MODULES = [
     "bayesrank.policies", *(f"bayesrank.policies.{m}" for m in (
         "base", "baseline", "bonus", "context", "core", "estimate",
         "features", "gen_ucb", "tables", "ts", "ucb", "window_ucb")),
-    "bayesrank.studies.obd", "bayesrank.studies.obd_config",
+    "bayesrank.studies.obd", "bayesrank.studies.obd_config", "bayesrank.ope",
+    "bayesrank.posteriors.latent_w", "bayesrank.policies.gen_ts",
 ]
 
 

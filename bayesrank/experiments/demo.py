@@ -1,4 +1,4 @@
-"""``bayesrank demo``: RankTS, RankUCB, GenRankUCB and the baseline, paper instance."""
+"""``bayesrank demo``: RankTS, RankUCB, GenRankUCB, the baseline and RankTS learning w, paper instance."""
 
 from __future__ import annotations
 
@@ -72,6 +72,13 @@ def summary_rows(ds, tail: float = 0.1) -> list[dict]:
     return rows
 
 
+def _w_prior():
+    """The demo's prior on an unknown w (NumPyro is imported only here)."""
+    import numpyro.distributions as dist
+
+    return dist.Normal(0.0, 5.0)
+
+
 def run_demo(
     out="bayesrank-demo", K=100, T=1000, runs=20, w_max=10.0, seed=0, quick=False
 ):
@@ -93,9 +100,11 @@ def run_demo(
         f"alpha = {authors_alpha():.3f} (the authors' constant)"
     )
     t0 = time.perf_counter()
-    ds = simulate(
-        env, paper_policies(env, alpha=authors_alpha()), T=T, runs=runs, seed=seed
+    policies = paper_policies(env, alpha=authors_alpha())
+    policies["RankTS (latent w)"] = lambda s: RankTS(
+        items=env.items, L=env.L, w=_w_prior(), v0=env.v0, seed=s
     )
+    ds = simulate(env, policies, T=T, runs=runs, seed=seed)
     elapsed = time.perf_counter() - t0
     rows = summary_rows(ds)
     print(plots.timing_table(rows, list(rows[0])))

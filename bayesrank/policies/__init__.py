@@ -2,7 +2,7 @@
 
 :mod:`.core` assembles a functional core (pure init/select/update/select_batch over a
 NamedTuple state, the request's :class:`~.context.Context` passed explicitly);
-:mod:`.base` is the friendly class on top. RankTS, RankUCB, GenRankUCB,
+:mod:`.base` is the friendly class on top. RankTS, GenRankTS, RankUCB, GenRankUCB,
 WindowRankUCB and RankedBaseline are short constructors over the parts.
 """
 
@@ -12,6 +12,7 @@ from bayesrank.policies.bonus import BonusRest, UCBParams
 from bayesrank.policies.context import Context
 from bayesrank.policies.core import PolicyCore, PolicyState, Selection, compose
 from bayesrank.policies.estimate import Optimistic, Thompson
+from bayesrank.policies.gen_ts import GenRankTS
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
@@ -20,6 +21,7 @@ from bayesrank.policies.window_ucb import WindowRankUCB
 __all__ = [
     "BonusRest",
     "Context",
+    "GenRankTS",
     "GenRankUCB",
     "Optimistic",
     "Policy",

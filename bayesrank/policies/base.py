@@ -359,6 +359,30 @@ class Policy:
         self.t += 1
         return np.asarray(sel.items)
 
+    def fit(self, log) -> None:
+        """Warm start from a log (:func:`bayesrank.ope.as_log`): exactly replaying
+        ``update`` row by row, in one compiled scan.
+
+        Args:
+            log: an ``xarray.Dataset`` with ``lists`` (round, position), ``rewards``
+                (round, position; NaN = not observed) and ``v0`` (round, dim). It is
+                validated first (items in [0, K), shapes, finite contexts); a bad log
+                raises ``ValueError``/``TypeError`` naming the variable and leaves the
+                policy as it was.
+        """
+        from bayesrank.ope.log import check_log
+
+        log = check_log(log, K=self.K)
+        lists = np.asarray(log["lists"].values)
+        if lists.shape[1] != self.L:
+            raise ValueError(
+                f"lists: expected {self.L} positions (the policy's L), got {lists.shape[1]}"
+            )
+        if lists.shape[0] == 0:
+            return
+        self.update(lists, np.asarray(log["rewards"].values, float),
+                    v0=np.asarray(log["v0"].values, float))
+
     def update(self, items, rewards, *, v0=None) -> None:
         """Learn from shown lists: items (L,) or (n, L), rewards of the same shape.
 

@@ -27,7 +27,14 @@ import jax.numpy as jnp
 
 from bayesrank.decoding import scores
 
-__all__ = ["LinearRest", "LinearTables", "WindowTables", "apply_link"]
+__all__ = [
+    "DrawnWTables",
+    "LinearRest",
+    "LinearTables",
+    "PairTables",
+    "WindowTables",
+    "apply_link",
+]
 
 
 class LinearRest(NamedTuple):
@@ -76,6 +83,43 @@ class LinearTables:
     def dense(self, rest: LinearRest):
         """(L-1, K, K) tables, ``[l-2, i, j]`` for item j at position l after i."""
         return apply_link(self.link, rest.A[:, None, :] + rest.B[:, :, None])
+
+
+class DrawnWTables(LinearTables):
+    """Scores of a joint draw ``(theta (L, d), w (L,))`` when w is latent
+    (``RankTS(w=<prior>)``): ``f(<theta^l, v_j> + w_l <theta^l, v_i>)``, separable for
+    the identity link (for a fixed draw the pair score splits as for a known w)."""
+
+    def __init__(self, link):
+        super().__init__(jnp.zeros(1), link)
+
+    def rest(self, params, items) -> LinearRest:
+        theta, w = params
+        proj = theta @ items.T  # (L, K)
+        return LinearRest(proj[1:], w[1:, None].astype(proj.dtype) * proj[1:], proj[0])
+
+    def first(self, params, items, rest: LinearRest, v0):
+        theta, w = params
+        z = rest.first_part + w[0].astype(items.dtype) * (theta[0] @ v0)
+        return apply_link(self.link, z)
+
+
+class PairTables(LinearTables):
+    """Scores ``f(<phi_1^l, v_j> + <phi_2^l, v_i>)`` of a draw of phi (L, 2d), the
+    2d relaxation of GenRankTS (separable for the identity link)."""
+
+    def __init__(self, link):
+        super().__init__(jnp.zeros(1), link)
+
+    def rest(self, phi, items) -> LinearRest:
+        d = items.shape[1]
+        A = phi[:, :d] @ items.T  # (L, K): the item at position l
+        B = phi[:, d:] @ items.T  # (L, K): the item before it
+        return LinearRest(A[1:], B[1:], A[0])
+
+    def first(self, phi, items, rest: LinearRest, v0):
+        d = items.shape[1]
+        return apply_link(self.link, rest.first_part + phi[0, d:] @ v0)
 
 
 class WindowTables:

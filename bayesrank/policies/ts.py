@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from bayesrank.policies.base import (
     Policy,
     check_items_w_v0,
@@ -26,10 +28,11 @@ from bayesrank.policies.base import (
 from bayesrank.policies.context import check_mask
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Thompson
-from bayesrank.policies.features import window_features
-from bayesrank.policies.tables import LinearTables, WindowTables
+from bayesrank.policies.features import pair_features, window_features
+from bayesrank.policies.tables import DrawnWTables, LinearTables, WindowTables
+from bayesrank.posteriors.w_prior import is_distribution
 
-__all__ = ["RankTS", "rank_ts"]
+__all__ = ["RankTS", "rank_ts", "rank_ts_latent_w"]
 
 
 def rank_ts(model, items, W, *, distinct=False) -> PolicyCore:
@@ -48,6 +51,16 @@ def rank_ts(model, items, W, *, distinct=False) -> PolicyCore:
     )
 
 
+def rank_ts_latent_w(model, items, L: int, *, distinct=False) -> PolicyCore:
+    """The functional core of RankTS with w latent: ``model`` is a
+    :class:`~bayesrank.posteriors.latent_w.LatentW` over the pair features; each draw
+    is ``(theta, w)`` and the tables use the drawn w."""
+    return compose(
+        model, pair_features, Thompson(model), DrawnWTables(model.link), items,
+        L=L, p=2 * items.shape[1], distinct=distinct,
+    )
+
+
 class RankTS(Policy):
     """Ranking Thompson sampling with per-position Bayesian posteriors.
 
@@ -57,7 +70,10 @@ class RankTS(Policy):
         items: (K, d) item vectors.
         L: list length (taken from ``w`` if omitted).
         w: (L,) dependency on the previous item, or (L, S-1) for a window; zeros if
-            omitted (the ranked-bandits assumption).
+            omitted (the ranked-bandits assumption). Or a NumPyro distribution (batch
+            shape () or (L,)): the prior of an unknown w, learnt jointly with theta
+            (:mod:`bayesrank.posteriors.latent_w`; conjugate models only, exact draws).
+            ``model=LatentW(base, prior)`` is the same.
         v0: (d,) the default user's last item (zeros if omitted); each request may
             give its own to ``select``/``update``.
         distinct: forbid repeated items in a list.
@@ -77,6 +93,11 @@ class RankTS(Policy):
         mask=None,
         seed: int = 0,
     ):
+        from bayesrank.posteriors.latent_w import LatentW
+
+        if is_distribution(w) or isinstance(model, LatentW):
+            self._init_latent(model, items, L, w, v0, distinct, mask, seed)
+            return
         if model is None:
             from bayesrank.posteriors import GaussianLinear
 
@@ -97,8 +118,53 @@ class RankTS(Policy):
         self.vmappable = bool(getattr(model, "vmappable", True))
         self._setup(rank_ts(model, V, W2, distinct=self.distinct), seed)
 
+    def _init_latent(self, model, items, L, w, v0, distinct, mask, seed):
+        from bayesrank.posteriors.latent_w import LatentW
+
+        if isinstance(model, LatentW):
+            if w is not None:
+                raise ValueError("w: give the prior of w once, as w= or in LatentW")
+            latent = model
+        else:
+            latent = LatentW(model, w)
+        if L is None:
+            batch = tuple(latent.w_prior.batch_shape)
+            if not batch:
+                raise ValueError(
+                    "L: give the list length L (the prior on w has batch shape ())"
+                )
+            L = batch[0]
+        V, _, v0a, L = check_items_w_v0(items, L, None, v0)
+        latent.check_positions(L)
+        self.K, self.L = V.shape[0], L
+        if distinct and self.K < L:
+            raise ValueError(f"distinct: needs K >= L, got K={self.K} and L={L}")
+        self.mask = check_mask(mask, self.K, L, distinct)
+        self.model = latent
+        self.items, self.v0 = V, v0a
+        self.w = None
+        self._array_args = ("items", "v0")
+        self.distinct = bool(distinct)
+        self._features = pair_features
+        self.vmappable = True
+        self._setup(rank_ts_latent_w(latent, V, L, distinct=self.distinct), seed)
+
+    @property
+    def latent_w(self) -> bool:
+        """Whether w is learnt (a prior was given) rather than known."""
+        return self.w is None
+
+    @property
+    def w_hat(self) -> np.ndarray:
+        """(L,) the posterior mean of w (exact quadrature); the given w if known."""
+        if self.latent_w:
+            return np.asarray(self.model.w_mean(self.state.model))
+        W = np.asarray(self.w)
+        return W if W.ndim == 1 else W[:, 0]
+
     def _config(self) -> dict:
-        return {"model": model_config(self.model), "distinct": self.distinct}
+        return {"model": model_config(self.model), "distinct": self.distinct,
+                "L": self.L}
 
     @classmethod
     def _from_config(cls, cfg, args, seed, overrides):
@@ -106,7 +172,8 @@ class RankTS(Policy):
         return cls(
             model=model,
             items=args["items"],
-            w=args["w"],
+            L=cfg.get("L"),
+            w=args.get("w"),
             v0=args["v0"],
             distinct=cfg["distinct"],
             mask=args.get("mask"),

@@ -5,7 +5,8 @@ algebra they share with the UCB policies in :mod:`.linalg`; the ArviZ DataTree
 builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
 :mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
 conjugate models does not import NumPyro. :mod:`.laplace` holds the Laplace GLM
-(pure JAX); :func:`register_model` (:mod:`.registry`) names user model functions for
+(pure JAX); :mod:`.latent_w` the conjugate posterior over (theta, w) when the
+dependency weights are unknown; :func:`register_model` (:mod:`.registry`) names user model functions for
 save/load.
 """
 
@@ -20,6 +21,7 @@ from bayesrank.posteriors.gaussian import (
     NIGState,
 )
 from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
+from bayesrank.posteriors.latent_w import LatentW, LatentWState
 
 _LAZY = {
     "BayesGLM": "bayesrank.posteriors.nuts",
@@ -37,6 +39,8 @@ __all__ = [
     "GaussianState",
     "LaplaceGLM",
     "LaplaceState",
+    "LatentW",
+    "LatentWState",
     "MaskObserved",
     "NIGState",
     "NumPyroModel",

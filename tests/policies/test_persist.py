@@ -179,7 +179,7 @@ TAMPERED = {
                          "arg_items"),
     "items with NaN": (lambda a: {**a, "arg_items": np.full_like(a["arg_items"], np.nan)},
                        "items"),
-    "w with wrong length": (lambda a: {**a, "arg_w": a["arg_w"][:2]}, "expected shape"),
+    "w with wrong length": (lambda a: {**a, "arg_w": a["arg_w"][:2]}, "w: expected"),
 }
 
 

@@ -1,0 +1,172 @@
+"""The logged-data format of off-policy evaluation, built and checked.
+
+See :mod:`bayesrank.ope` for the format itself.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["PSCORE_VARS", "as_log", "check_log"]
+
+#: The optional propensity variables and their dims.
+PSCORE_VARS = {
+    "pscore_list": ("round",),
+    "pscore_position": ("round", "position"),
+    "pscore_pair": ("round", "position"),
+    "pscore_cascade": ("round", "position"),
+}
+
+
+def _numeric(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected a real numeric array, got dtype {arr.dtype}")
+    return arr.astype(float)
+
+
+def _check_K(K) -> int | None:
+    if K is None:
+        return None
+    if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 1:
+        raise ValueError(f"K: expected a positive integer, got {K!r}")
+    return int(K)
+
+
+def _check_lists(lists, K) -> np.ndarray:
+    arr = np.asarray(lists)
+    if arr.ndim != 2:
+        raise ValueError(f"lists: expected shape (round, position), got {arr.shape}")
+    if arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"lists: expected at least one round and position, got {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"lists: expected integer item indices, got dtype {arr.dtype}")
+    if arr.min() < 0:
+        raise ValueError(f"lists: item indices must be >= 0, got min {arr.min()}")
+    if K is not None and arr.max() >= K:
+        raise ValueError(
+            f"lists: item indices must lie in [0, K) = [0, {K}), got max {arr.max()}"
+        )
+    return arr.astype(np.int64)
+
+
+def _check_rewards(rewards, shape) -> np.ndarray:
+    arr = _numeric(rewards, "rewards")
+    if arr.shape != shape:
+        raise ValueError(f"rewards: expected shape {shape} (as lists), got {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValueError("rewards: expected finite values or NaN (not observed), found inf")
+    return arr
+
+
+def _check_v0(v0, n: int) -> np.ndarray:
+    arr = _numeric(v0, "v0")
+    if arr.ndim == 1:
+        arr = np.broadcast_to(arr, (n, arr.shape[0])).copy()
+    if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 1:
+        raise ValueError(f"v0: expected shape (dim,) or ({n}, dim), got {np.shape(v0)}")
+    if not np.isfinite(arr).all():
+        raise ValueError("v0: expected finite values, found NaN or inf")
+    return arr
+
+
+def _check_pscore(p, name: str, shape) -> np.ndarray:
+    arr = _numeric(p, name)
+    if arr.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name}: propensities must lie in (0, 1], found NaN")
+    if (arr <= 0).any() or (arr > 1).any():
+        raise ValueError(
+            f"{name}: propensities must lie in (0, 1], got min {arr.min()} and max "
+            f"{arr.max()}"
+        )
+    return arr
+
+
+def as_log(
+    lists,
+    rewards,
+    v0,
+    pscore_list=None,
+    pscore_position=None,
+    pscore_pair=None,
+    pscore_cascade=None,
+    *,
+    K=None,
+) -> xr.Dataset:
+    """A checked log as an :class:`xarray.Dataset` (the format of :mod:`bayesrank.ope`).
+
+    Args:
+        lists: (n, L) int item indices in [0, K) of the shown lists.
+        rewards: (n, L) float rewards; NaN = position not observed.
+        v0: (n, d) each request's context vector, or (d,) shared by every round.
+        pscore_list: (n,) the logger's probability of the whole shown list.
+        pscore_position: (n, L) P(item a^l at position l).
+        pscore_pair: (n, L) P(a^{l-1} at l-1 and a^l at l); at l = 0, P(a^1 at 1).
+        pscore_cascade: (n, L) P(the prefix a^1..a^l is shown).
+        K: the number of items; when given, indices must be below it.
+
+    Returns:
+        Dataset with dims ("round", "position", "dim") and the variables above
+        (pscore variables only where given).
+
+    Raises:
+        ValueError, TypeError: with a message starting with the offending variable.
+    """
+    K = _check_K(K)
+    lists_a = _check_lists(lists, K)
+    n, L = lists_a.shape
+    data = {
+        "lists": (("round", "position"), lists_a),
+        "rewards": (("round", "position"), _check_rewards(rewards, (n, L))),
+        "v0": (("round", "dim"), _check_v0(v0, n)),
+    }
+    given = {"pscore_list": pscore_list, "pscore_position": pscore_position,
+             "pscore_pair": pscore_pair, "pscore_cascade": pscore_cascade}
+    for name, p in given.items():
+        if p is None:
+            continue
+        dims = PSCORE_VARS[name]
+        shape = (n,) if len(dims) == 1 else (n, L)
+        data[name] = (dims, _check_pscore(p, name, shape))
+    ds = xr.Dataset(data)
+    if K is not None:
+        ds.attrs["K"] = K
+    return ds
+
+
+def check_log(ds, K=None) -> xr.Dataset:
+    """Check an existing log (e.g. read back from NetCDF) and return it.
+
+    Args:
+        ds: a Dataset in the format of :mod:`bayesrank.ope`.
+        K: the number of items; None: the Dataset's ``K`` attribute, if any.
+
+    Returns:
+        ``ds`` itself, unchanged.
+
+    Raises:
+        ValueError, TypeError: as :func:`as_log`, the message starting with the
+        variable name (or ``ds`` when it is not a Dataset).
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    for name in ("lists", "rewards", "v0"):
+        if name not in ds:
+            raise ValueError(f"{name}: missing from the log")
+    expected = {"lists": ("round", "position"), "rewards": ("round", "position"),
+                "v0": ("round", "dim"), **PSCORE_VARS}
+    for name, dims in expected.items():
+        if name in ds and ds[name].dims != dims:
+            raise ValueError(f"{name}: expected dims {dims}, got {ds[name].dims}")
+    if K is None and "K" in ds.attrs:
+        K = int(ds.attrs["K"])
+    as_log(
+        ds["lists"].values, ds["rewards"].values, ds["v0"].values,
+        **{name: ds[name].values for name in PSCORE_VARS if name in ds}, K=K,
+    )
+    return ds
