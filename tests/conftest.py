@@ -26,7 +26,8 @@ jax.config.update("jax_platforms", "cpu")
 LONGEST_FIRST = [
     "test_notebooks.py", "test_calibration_cli.py", "test_cli.py",
     "test_nuts_posterior.py", "test_simulate.py", "test_ucb.py", "test_study_obd.py",
-    "test_sensitivity.py", "test_laplace_posterior.py", "test_glm_ucb.py",
+    "test_unknown_w.py", "test_sensitivity.py", "test_laplace_posterior.py",
+    "test_glm_ucb.py", "test_latent_w.py", "test_fit.py",
     "test_calibration_sbc.py", "test_calibration_study.py",
 ]
 

@@ -104,7 +104,8 @@ def test_posterior_holds_w_draws(env):
 
 
 # ----------------------------------------------------- everywhere RankTS works
-@pytest.mark.parametrize("make", ["latent", "latent-nig", "gen"])
+@pytest.mark.parametrize("make", ["latent", pytest.param("latent-nig", marks=pytest.mark.slow),
+                                  pytest.param("gen", marks=pytest.mark.slow)])
 def test_requests_masks_distinct_and_partial_feedback(env, make):
     if make == "gen":
         pol = br.GenRankTS(env.items, env.L, env.v0, seed=0, distinct=True)
@@ -129,7 +130,7 @@ def test_requests_masks_distinct_and_partial_feedback(env, make):
     assert pol.select().shape == (env.L,)
 
 
-@pytest.mark.parametrize("make", ["latent", "gen"])
+@pytest.mark.parametrize("make", ["latent", pytest.param("gen", marks=pytest.mark.slow)])
 def test_save_and_load_continue_exactly(env, make, tmp_path):
     pol = (_latent(env, seed=5) if make == "latent"
            else br.GenRankTS(env.items, env.L, env.v0, seed=5))
@@ -146,6 +147,7 @@ def test_save_and_load_continue_exactly(env, make, tmp_path):
         back.update(b, r)
 
 
+@pytest.mark.slow
 def test_simulate_runs_latent_w_and_gen_rank_ts_vmapped(env):
     ds = br.simulate(env, {
         "latent": lambda s: _latent(env, seed=s),
@@ -170,6 +172,7 @@ def test_simulate_equals_the_class_api(env):
         pol.update(it, np.asarray(env.sample(jax.random.fold_in(nk, t), it)))
 
 
+@pytest.mark.slow
 def test_catalogue_scale_select_takes_the_separable_path(env):
     """For a fixed draw the pair score is separable: the latent-w tables are of the
     separable kind, which never builds K x K tables."""
