@@ -40,15 +40,23 @@ def test_100k_updates_of_an_ill_conditioned_design_stay_at_the_closed_form():
     A = Q * np.logspace(0, -np.log10(np.sqrt(4e9)), p)
     X = rng.normal(size=(n, p)) @ A.T
     y = X @ rng.normal(size=p) + rng.normal(size=n)
-    model = GaussianLinear(prior_scale=1e4)
+    rel, _ = _error_after_updates(X, y, prior_scale=1e4)
+    assert rel < 1e-6
+
+
+def _error_after_updates(X, y, prior_scale):
+    """Fold (X, y) into GaussianLinear(prior_scale) row by row; return the mean's
+    relative error against the closed form in extended precision (and the state).
+    The design is checked to have condition number about 4e9."""
+    p = X.shape[1]
+    model = GaussianLinear(prior_scale=prior_scale)
     state = _run_updates(model, X, y)
     Xl = X.astype(np.longdouble)
-    P = np.eye(p, dtype=np.longdouble) / np.longdouble(1e8) + Xl.T @ Xl
+    P = np.eye(p, dtype=np.longdouble) / np.longdouble(prior_scale) ** 2 + Xl.T @ Xl
     assert 3e9 < np.linalg.cond(np.asarray(P, float)) < 5e9
     ref = _solve_longdouble(P, Xl.T @ y.astype(np.longdouble))
     got = np.asarray(model.mean(state))[0]
-    rel = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
-    assert rel < 1e-6
+    return float(np.max(np.abs(got - ref)) / np.max(np.abs(ref))), state
 
 
 def _run_updates(model, X, y):
@@ -72,16 +80,10 @@ def test_a_direction_never_excited_keeps_the_mean_at_the_closed_form():
     Z[:, -1] = 0.0
     X = Z @ (Q * 2.0).T
     y = X @ rng.normal(size=p) + rng.normal(size=n)
-    model = GaussianLinear(prior_scale=100.0)
-    state = _run_updates(model, X, y)
-    Xl = X.astype(np.longdouble)
-    P = np.eye(p, dtype=np.longdouble) / np.longdouble(1e4) + Xl.T @ Xl
-    assert 3e9 < np.linalg.cond(np.asarray(P, float)) < 5e9
-    ref = _solve_longdouble(P, Xl.T @ y.astype(np.longdouble))
-    got = np.asarray(model.mean(state))[0]
-    rel = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    rel, state = _error_after_updates(X, y, prior_scale=100.0)
     assert rel < 1e-7
     # the compensated sums hold the exact sums to a few ulps; the plain ones do not
+    Xl = X.astype(np.longdouble)
     exact = np.asarray(Xl.T @ y.astype(np.longdouble), float)
     comp = np.asarray(state.b[0]) + np.asarray(state.b_lo[0])
     assert np.max(np.abs(comp - exact) / np.abs(exact)) < 1e-14
