@@ -1338,6 +1338,322 @@ for name, prior in priors.items():
 ]
 
 
+# --------------------------------------------------------------------------- 09
+EVALUATE = [
+    md("""\
+# 9. Evaluate before you deploy: off-policy evaluation from a log
+
+You run a ranking system now, and it logs what it shows: the lists, the reward at
+every position, and the probability with which it chose each list. You have
+candidates to replace it (here RankTS and RankUCB, fitted on that log). Before any
+user sees them, **off-policy evaluation** (OPE) asks: what would each candidate have
+earned on the requests in the log? It reweights the logged rewards by how much more
+(or less) often the candidate would have shown what was shown.
+
+This notebook works in a simulated world (`br.RankingEnv`), so every estimate can be
+checked against the true value:
+
+1. log the system you run now: an epsilon-greedy logger around a fixed list;
+2. fit RankTS and RankUCB from the log with `policy.fit(log)`;
+3. evaluate RankTS (frozen, its propensities estimated from posterior draws),
+   RankUCB and the logger itself with every estimator in `br.ope.ESTIMATORS`,
+   with intervals;
+4. compare with the truth, see which estimators to trust for this reward model and
+   why, and choose a policy with the intervals."""),
+    params("""\
+QUICK = False  # the test suite injects QUICK = True"""),
+    code("""\
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
+
+import bayesrank as br
+
+N_FIT = 1000  # rounds of the log the candidates learn from
+N = 20_000 if QUICK else 200_000  # rounds of the log that evaluates them
+N_DRAWS = 500 if QUICK else 2000  # RankTS posterior draws per distinct v0
+N_BOOT = 200 if QUICK else 1000  # bootstrap replicates
+EPS = 0.25  # the share of rounds the current system explores
+print("estimators:", list(br.ope.ESTIMATORS))"""),
+    md("""\
+## The world and the system you run now
+
+Eight items, four positions, and a strong neighbour effect: the reward at position l
+is $\\langle \\theta^l, v_{a^l} + w_l v_{a^{l-1}} \\rangle$ plus noise (Eq. 1 of the
+paper). The current system ranks each position on its own, as if $w = 0$ (the
+classic ranked-bandits view), and explores: with probability `EPS` it shows a
+uniformly random list instead. `EpsilonGreedyLogger` knows its exact propensities
+of every kind (the whole list, each position, each adjacent pair, each prefix), and
+`br.ope.collect` writes them into the log.
+
+Two logs of the same system: last week's (`N_FIT` rounds), which the candidates
+learn from, and this week's (`N` rounds), which evaluates them. As in supervised
+learning, a policy evaluated on the rounds it learned from has choices correlated
+with those rounds' noise, which can flatter it."""),
+    code("""\
+env = br.RankingEnv.paper(seed=1, K=8, L=4, d=5, w_max=3.0)
+K, L = env.K, env.L
+best, best_value = env.best()
+current = np.asarray(
+    br.RankingEnv(items=env.items, theta=env.theta, w=np.zeros(L)).best()[0])
+logger = br.ope.EpsilonGreedyLogger(lambda v0: current, K, L, epsilon=EPS)
+train = br.ope.collect(env, logger, N_FIT, seed=0)
+test = br.ope.collect(env, logger, N, seed=1)
+print("true w:", np.round(env.w, 2))
+print(f"best list {best}: {float(best_value):.3f} | the current system's list "
+      f"{current}: {float(env.expected_reward(current)):.3f}")
+test"""),
+    md("""\
+## Fit the candidates from the log
+
+`policy.fit(log)` is a warm start: it equals replaying `update` row by row, in one
+compiled scan. After a thousand rounds RankTS's posterior still spreads over several
+lists, and RankUCB's list is the optimistic one of Lemma 1's width. These are the
+lists the policies would show now, and what the evaluation judges: the candidates
+are evaluated frozen, as they stand."""),
+    code("""\
+ts = br.RankTS(items=env.items, w=env.w, seed=0)
+ucb = br.RankUCB(items=env.items, w=env.w)
+ts.fit(train)
+ucb.fit(train)
+draws = ts.select_batch(n=N_DRAWS)
+lists, counts = np.unique(draws, axis=0, return_counts=True)
+print(f"RankTS: {len(lists)} distinct lists in {N_DRAWS} posterior draws, the most "
+      f"frequent {lists[counts.argmax()]} ({counts.max() / N_DRAWS:.0%})")
+ucb_list = ucb.select_batch(n=1)[0]  # deterministic: the list for every request
+print("RankUCB's list:", ucb_list)"""),
+    md("""\
+## Evaluate offline
+
+`br.ope.evaluate(log, target)` needs only `target.select_batch(v0=...)`. RankUCB is
+deterministic: its probability of a logged list is 0 or 1. RankTS is random:
+evaluate draws `n_draws` lists per distinct v0 from its posterior and uses their
+frequencies as its propensities. `stderr` is the sampling error of the log (the
+interval `ci_low`..`ci_high` is the estimate +- 1.96 `stderr`), `mc_stderr` the
+Monte Carlo error of the draws. Where it is not small beside `stderr` (the logger's
+widely spread lists, below), draw more or add the two, as the check of the truth
+does.
+The target is **frozen**: evaluate never calls `update` and restores its state and
+round counter.
+
+The logger can be evaluated too, through a small adapter: on its own log the answer
+is known (the log's average total reward), a check of the machinery. Its lists are
+random, so it gets more draws."""),
+    code("""\
+class LoggerAsTarget:
+    \"\"\"The logger as a target: ``select_batch`` samples its lists.\"\"\"
+
+    def __init__(self, logger, seed=0):
+        self.logger, self.rng = logger, np.random.default_rng(seed)
+
+    def select_batch(self, v0=None, *, n=None):
+        return self.logger.sample(self.rng, v0)
+
+
+targets = {"RankTS": ts, "RankUCB": ucb, "logger": LoggerAsTarget(logger)}
+draws_of = {"RankTS": N_DRAWS, "RankUCB": N_DRAWS, "logger": 20 * N_DRAWS}
+
+
+def evaluate_all(**kwargs):
+    \"\"\"br.ope.evaluate for every target, stacked along a "policy" dimension.\"\"\"
+    return xr.concat(
+        [br.ope.evaluate(test, t, n_draws=draws_of[name], items=env.items, **kwargs)
+         for name, t in targets.items()],
+        dim=xr.DataArray(list(targets), dims="policy", name="policy"),
+    )
+
+
+t_before = ts.t
+res = evaluate_all()
+assert ts.t == t_before  # frozen
+res.to_dataframe().round(3)"""),
+    md("""\
+## The truth
+
+The simulator knows every policy's expected total reward per round. RankTS's is an
+average over its posterior draws (`br.ope.true_value`), RankUCB's that of its one
+list; the logger's is exact: its list with probability 1 - `EPS`, else the average
+over all $K^L$ lists."""),
+    code("""\
+every = np.stack(np.meshgrid(*[np.arange(K)] * L, indexing="ij"), -1).reshape(-1, L)
+uniform_value = float(np.mean(env.expected_reward(every)))
+truth = xr.DataArray(
+    [br.ope.true_value(env, ts, n_draws=N_DRAWS),
+     br.ope.true_value(env, ucb, n_draws=N_DRAWS),
+     (1 - EPS) * float(env.expected_reward(current)) + EPS * uniform_value],
+    coords={"policy": list(targets)}, dims="policy",
+)
+on_policy = test["rewards"].sum("position")
+print("true values:", truth.round(3).to_series().to_dict())
+print(f"the log's own average total reward (on-policy): {float(on_policy.mean()):.3f} "
+      f"+- {float(on_policy.std() / np.sqrt(on_policy.size)):.3f}")
+# the error of an estimate: the log's sampling error and the draws' Monte Carlo error
+z = (res["estimate"] - truth) / np.hypot(res["stderr"], res["mc_stderr"])
+covers = abs(z) <= 1.96
+print("\\ndoes estimate +- 1.96 error cover the true value? (z = (estimate - truth) / "
+      "error)")
+(covers.to_pandas().T.replace({True: "yes", False: "NO"}) + " (z = "
+ + z.round(1).to_pandas().T.astype(str) + ")")"""),
+    code("""\
+def forest(ax, r, true, title, span=2.5):
+    \"\"\"Estimates with 95 % intervals per estimator; the dashed line is the truth.\"\"\"
+    names = list(r["estimator"].values)
+    y = np.arange(len(names))[::-1]
+    est, lo, hi = (r[v].values for v in ("estimate", "ci_low", "ci_high"))
+    left, right = true - span, true + span
+    ax.hlines(y, np.maximum(lo, left), np.minimum(hi, right), lw=2, color="C0")
+    inside = (est >= left) & (est <= right)
+    ax.plot(est[inside], y[inside], "o", color="C0")
+    for yi, e in zip(y[~inside], est[~inside]):  # off the scale: print the value
+        ax.annotate(f"{e:.1f} >" if e > right else f"< {e:.1f}",
+                    (right if e > right else left, yi),
+                    ha="right" if e > right else "left", va="bottom", fontsize=8)
+    ax.axvline(true, color="k", ls="--", lw=1)
+    ax.set(xlim=(left, right), title=title, xlabel="expected total reward per round")
+    ax.set_yticks(y, names)
+
+
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, constrained_layout=True)
+for ax, name in zip(axes, targets):
+    true = float(truth.sel(policy=name))
+    forest(ax, res.sel(policy=name), true, f"{name} (true {true:.2f})")
+plt.show()"""),
+    md("""\
+## Which estimator to trust, and why
+
+Each IPS estimator reweights the logged reward at position l by the ratio of the
+target's to the logger's probability of some **event** of the logged list; it is
+unbiased when the reward at l depends on nothing beyond that event (and the logger
+gives the event a positive probability):
+
+| estimator | event reweighted | largest weight | unbiased when r^l depends on |
+|---|---|---|---|
+| `position_ips` | the item at l | K / eps | a^l alone (w_l = 0) |
+| `pair_ips` | the items at l-1 and l | K^2 / eps | (a^{l-1}, a^l): **Eq. 1** |
+| `cascade_ips` | the prefix a^1..a^l | K^l / eps | the prefix |
+| `list_ips` | the whole list | K^L / eps | anything in the list |
+
+The paper's reward model is exactly pairwise: position l sees its own item and the
+one before it. **The pair is the smallest event that makes IPS unbiased for this
+model**, so pair IPS pays the smallest weights for it. Larger events (a prefix, the
+whole list) are still unbiased but rarer: the target's whole list is almost never
+among the logged ones, so `list_ips` rests on a handful of rounds with enormous
+weights (or on none: then it reports 0 with a stderr of 0, a confidently wrong
+answer). `cascade_ips` degrades position by position in the same way.
+
+**Position IPS is biased** as soon as w_l is not 0 and the target puts a different
+item before position l than the logger did: it credits the target's item at l with
+the rewards that item earned after the *logger's* previous item. Here the logger
+mostly shows its own list, so position IPS reports the value of the target's items
+in the logger's neighbourhoods: far from the truth, with a small stderr, the worst
+combination.
+
+Two estimators model the reward. `dm` (the direct method) fits Eq. 1's pair
+features on the log and averages its predictions over the target's lists; its
+stderr ignores the model's own error, so it is only as good as the model (here the
+model is right). `pair_dr` is pair IPS with that model as a control variate:
+unbiased whatever the model's error (given exact propensities), with a smaller
+variance when the model is good.
+
+The weights behind these words, on the evaluation log for RankUCB's list:"""),
+    code("""\
+agree = test["lists"].values == ucb_list
+events = {
+    "position_ips": (agree, test["pscore_position"].values),
+    "pair_ips": (np.c_[agree[:, :1], agree[:, 1:] & agree[:, :-1]],
+                 test["pscore_pair"].values),
+    "cascade_ips": (np.logical_and.accumulate(agree, axis=1),
+                    test["pscore_cascade"].values),
+    "list_ips": (agree.all(1, keepdims=True), test["pscore_list"].values[:, None]),
+}
+for name, (hit, p) in events.items():
+    print(f"{name:13s} rounds with a nonzero weight per position: "
+          f"{hit.sum(0)}, largest weight {(hit / p).max():,.0f}")"""),
+    md("""\
+### When position IPS is right
+
+The same items and thetas without the neighbour effect (w = 0): the reward at l
+depends on the item at l alone, position IPS is unbiased, and its weights are the
+smallest of all. Pair IPS is still unbiased, with a wider interval."""),
+    code("""\
+env0 = br.RankingEnv(items=env.items, theta=env.theta, w=np.zeros(L))
+log0 = br.ope.collect(env0, logger, N, seed=2)
+
+
+class FixedList:
+    \"\"\"A deterministic target that shows one list to every request.\"\"\"
+
+    def __init__(self, lst):
+        self.lst = np.asarray(lst)
+
+    def select_batch(self, v0=None, *, n=None):
+        return np.tile(self.lst, (np.shape(v0)[0], 1))
+
+
+r0 = br.ope.evaluate(log0, FixedList(ucb_list),
+                     estimators=("position_ips", "pair_ips", "list_ips"))
+print(f"w = 0: true value of {ucb_list}: {float(env0.expected_reward(ucb_list)):.3f}")
+r0[["estimate", "stderr", "ci_low", "ci_high"]].to_dataframe().round(3)"""),
+    md("""\
+## Choose a policy with the intervals
+
+Compare the candidates with an estimator you trust, and decide on the ends of the
+intervals: deploy a candidate only if its interval lies above the current system's.
+We decide with `pair_dr` (pair IPS's guarantee, a narrower interval) and show pair
+IPS beside it. The normal interval assumes a nearly Gaussian estimate; IPS estimates
+that rest on rare, heavily weighted rounds are skewed, so we also ask for
+percentile-bootstrap intervals (`ci="bootstrap"`: the evaluation rounds
+resampled)."""),
+    code("""\
+shown = ("pair_ips", "pair_dr")
+boot = evaluate_all(estimators=shown, ci="bootstrap", n_boot=N_BOOT, seed=0)
+fig, ax = plt.subplots(figsize=(7, 3.2), constrained_layout=True)
+rows = np.arange(len(targets))[::-1]
+for k, (est, (r, how)) in enumerate(
+        (e, x) for e in shown for x in ((res, "normal"), (boot, "bootstrap"))):
+    rr = r.sel(estimator=est)
+    ax.errorbar(rr["estimate"], rows + 0.15 * (k - 1.5),
+                xerr=[rr["estimate"] - rr["ci_low"], rr["ci_high"] - rr["estimate"]],
+                fmt="o", ms=4, capsize=2, color=f"C{k}", label=f"{est}, {how}")
+ax.plot(truth, rows, "kx", ms=10, label="true value")
+ax.set_yticks(rows, list(targets))
+ax.set(xlabel="expected total reward per round",
+       title="95 % intervals, normal and bootstrap")
+ax.legend(fontsize=7, loc="lower right")
+plt.show()
+
+pick = res.sel(estimator="pair_dr")
+lower = pick["ci_low"].drop_sel(policy="logger")
+choice = str(lower.idxmax("policy").item())
+bar = float(pick["ci_high"].sel(policy="logger"))
+print(f"pair_dr: {choice} has the highest lower bound, "
+      f"{float(lower.sel(policy=choice)):.3f}; the current system's upper bound is "
+      f"{bar:.3f}")
+print("deploy:", choice if float(lower.sel(policy=choice)) > bar
+      else "nothing yet (the intervals overlap)")
+print(f"true values: {choice} {float(truth.sel(policy=choice)):.3f}, current system "
+      f"{float(truth.sel(policy='logger')):.3f}")"""),
+    md("""\
+What to take away:
+
+* With a neighbour effect, only the estimators whose event covers the pair
+  (a^{l-1}, a^l) are unbiased; of those, pair IPS has the smallest weights, and
+  pair DR narrows its interval further. Position IPS gives tight intervals around
+  the wrong number.
+* `list_ips` is unbiased in theory and of little use in practice for lists of 4 out
+  of 8 items: a log rarely holds the target's whole list.
+* The intervals say whether the log can tell the candidates apart. Both candidates
+  clear the current system; at the quick scale the intervals of RankTS and RankUCB
+  overlap, and with the full log (`QUICK = False`, ten times the rounds) they
+  separate. RankUCB trails because its list is an optimistic guess, not its best
+  estimate.
+* OPE needs the logger's propensities, and exploration: every pair a candidate
+  might show must have a positive probability in the log. The exploration share
+  `EPS` buys that, at the price of the rounds it explores.
+* Before deploying, let the chosen policy learn from the evaluation log as well
+  (`ts.fit(test)`)."""),
+]
+
 NOTEBOOKS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_custom_numpyro_model.ipynb": CUSTOM,
@@ -1347,6 +1663,7 @@ NOTEBOOKS = {
     "06_calibration.ipynb": CALIBRATION,
     "07_real_items.ipynb": REAL_ITEMS,
     "08_unknown_w.ipynb": UNKNOWN_W,
+    "09_evaluate_before_deploy.ipynb": EVALUATE,
 }
 
 

@@ -74,6 +74,7 @@ def test_notebooks_found():
         "06_calibration.ipynb",
         "07_real_items.ipynb",
         "08_unknown_w.ipynb",
+        "09_evaluate_before_deploy.ipynb",
     ]
 
 

@@ -59,6 +59,7 @@ class Generative(NamedTuple):
     prior: Callable  # (key, L, p) -> dict with "theta" (L, p) and any nuisances
     rewards: Callable  # (key, params, x (..., L, p)) -> y (..., L)
     description: str
+    features: Callable | None = None  # (key, n, design) -> x; None: design_features
 
 
 @functools.lru_cache(maxsize=16)
@@ -181,7 +182,8 @@ def glm_generative(
 def generative_for(model) -> Generative:
     """The prior and likelihood a model assumes, from its public hyper-parameters.
 
-    Supports models with ``a0``/``b0`` (Normal-Inverse-Gamma), ``noise_scale`` and
+    A model with a ``generative()`` method says so itself (the latent-w adapter of
+    :mod:`bayesrank.calibration.latent`). Otherwise supports models with ``a0``/``b0`` (Normal-Inverse-Gamma), ``noise_scale`` and
     ``prior_mean`` with the identity link (conjugate Gaussian), and GLMs with
     ``prior_scale`` (and ``prior_mean`` if present) and a named link (``BayesGLM``,
     ``LaplaceGLM``) whose prior is N(prior_mean, prior_scale^2 I).
@@ -189,6 +191,8 @@ def generative_for(model) -> Generative:
     Raises:
         TypeError: a model whose prior cannot be read (e.g. a custom NumPyro prior).
     """
+    if callable(getattr(model, "generative", None)):  # e.g. the latent-w adapter
+        return model.generative()
     link = getattr(getattr(model, "link", None), "name", None)
     if hasattr(model, "a0") and hasattr(model, "b0"):
         return nig_generative(model.prior_mean, model.prior_scale, model.a0, model.b0)

@@ -105,6 +105,20 @@ def _nig(**kw):
     return GaussianLinearUnknownNoise(**kw)
 
 
+def _latent(base, sampler: str = "grid"):
+    """The latent-w model RankTS(w=Normal(0, 1)) runs, seen by SBC (theta and w)."""
+    import numpyro.distributions as dist
+
+    from bayesrank.calibration.latent import LatentWDraws
+    from bayesrank.posteriors import LatentW
+
+    return LatentWDraws(LatentW(base, dist.Normal(0.0, 1.0)), sampler)
+
+
+def _latent_truth() -> Generative:
+    return _latent(_gl(prior_scale=1.0, noise_scale=1.0)).generative()
+
+
 def _laplace(link: str, prior_scale: float, n: int):
     from bayesrank.posteriors import LaplaceGLM
 
@@ -123,9 +137,18 @@ CASES: tuple[Case, ...] = (
     Case("BayesGLM-logistic",
          lambda s, n: _fresh_chain("logistic", n, s, s.nuts_warmup), "mcmc",
          mcmc=True),
+    # w latent (RankTS(w=<prior>)): ranks of theta and w; w exactly on its grid...
+    Case("LatentW-GaussianLinear", lambda s, n: _latent(_gl()), "exact"),
+    Case("LatentW-UnknownNoise", lambda s, n: _latent(_nig(a0=3.0, b0=2.0)), "exact"),
+    # ... and by the slice chain RankTS runs each round (a fresh chain, as NUTS)
+    Case("LatentW-slice-chain", lambda s, n: _latent(_gl(), "chain"), "mcmc",
+         mcmc=True),
     # the truth has noise sd 1; the model is told 0.5: over-confident, must fail
     Case("negative_control", lambda s, n: _gl(prior_scale=1.0, noise_scale=0.5),
          "negative", _negative_truth),
+    Case("negative_control-LatentW",
+         lambda s, n: _latent(_gl(prior_scale=1.0, noise_scale=0.5)), "negative",
+         _latent_truth),
 )
 
 INLOOP = InLoopCase(

@@ -63,6 +63,8 @@ class ScaledDraws:
         self.model, self.factor = model, float(factor)
         self.link = model.link
         self.vmappable = getattr(model, "vmappable", True)
+        if hasattr(model, "draws_at_once"):  # scale those draws too
+            self.draws_at_once = self._scaled_at_once
 
     def __getattr__(self, name):
         return getattr(self.model, name)
@@ -78,6 +80,10 @@ class ScaledDraws:
         m = self.model.mean(state)
         return m + self.factor * (theta - m), state
 
+    def _scaled_at_once(self, key, state, n: int):
+        m = self.model.mean(state)
+        return m + self.factor * (self.model.draws_at_once(key, state, n) - m)
+
 
 def lag1_autocorrelation(draws):
     """Mean over coordinates of the lag-1 autocorrelation of a chain: draws (M, ...)."""
@@ -92,11 +98,15 @@ def posterior_draws(key, model, state, *, draws: int, thin_every: int = 1,
     """``draws`` posterior draws through ``model.draw`` (pure; jittable).
 
     Runs ``warmup + draws * thin_every`` draws in a ``lax.scan`` and keeps every
-    ``thin_every``-th after the warm-up.
+    ``thin_every``-th after the warm-up. A model with independent draws may provide
+    ``draws_at_once(key, state, n) -> (n, L, p)`` (e.g. sharing one quadrature grid);
+    it is used when there is no warm-up and no thinning.
 
     Returns:
         (draws, L, p).
     """
+    if thin_every == 1 and warmup == 0 and hasattr(model, "draws_at_once"):
+        return model.draws_at_once(key, state, draws)
     total = warmup + draws * thin_every
 
     def body(s, k):
@@ -153,7 +163,7 @@ def run_sbc(
     def one(k):
         kp, kx, ky, kd, kr = jax.random.split(k, 5)
         params = gen.prior(kp, L, p)
-        x = design_features(kx, n_obs, design)
+        x = (gen.features or design_features)(kx, n_obs, design)
         y = gen.rewards(ky, params, x)
         state = update_many(model, model.init(L, p), x, y)
         d = posterior_draws(kd, model, state, draws=draws, thin_every=thin_every,

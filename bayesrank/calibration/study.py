@@ -93,6 +93,9 @@ def _node(ranks, M, test, attrs):
 def _coordinate_labels(D, attrs):
     L = int(attrs["L"])
     p = D // L
+    if p == int(attrs["d"]) + 1:  # a latent-w model: theta^l, then w_l
+        return [f"position{l}_" + (f"dim{j}" if j < p - 1 else "w")
+                for l in range(L) for j in range(p)]
     return [f"position{l}_dim{j}" for l in range(L) for j in range(p)]
 
 

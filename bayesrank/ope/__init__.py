@@ -2,7 +2,8 @@
 
 The log format
 --------------
-A log is an :class:`xarray.Dataset` with dims ("round", "position", "dim"):
+A log is an :class:`xarray.Dataset` with dims ("round", "position", "dim") (and
+"item" when it holds the item vectors):
 
 ===================  ==================  ============================================
 variable             dims                meaning
@@ -15,43 +16,88 @@ pscore_position      (round, position)   P(a^l at position l)                opt
 pscore_pair          (round, position)   P(a^{l-1} at l-1 and a^l at l);     optional
                                          at l = 0, P(a^1 at position 1)
 pscore_cascade       (round, position)   P(the prefix a^1..a^l)              optional
+items                (item, dim)         the item vectors v_1..v_K           optional
 ===================  ==================  ============================================
 
 Propensities lie in (0, 1]. The attribute ``K`` (the number of items) is set when
 known. :func:`as_log` builds a checked log from arrays and :func:`check_log` checks
-one read back (e.g. from NetCDF); both raise ValueError/TypeError whose message
-starts with the variable's name. :func:`collect` makes a log by running a logger
-(:class:`UniformLogger`, :class:`EpsilonGreedyLogger`) in a
-:class:`bayesrank.RankingEnv`; :func:`evaluate` estimates a target policy's value.
+one read back (e.g. from NetCDF, or Parquet through :func:`read_parquet`); both raise
+ValueError/TypeError whose message starts with the variable's name. :func:`collect`
+makes a log by running a logger (:class:`UniformLogger`,
+:class:`EpsilonGreedyLogger`, :class:`SoftmaxLogger`) in a
+:class:`bayesrank.RankingEnv`; :func:`evaluate` estimates a target policy's value
+with the estimators of :data:`ESTIMATORS`: the IPS family, the direct method ``dm``
+(a reward model fitted on the log, :func:`fit_reward_model`, which needs ``items``)
+and the doubly robust ``pair_dr``.
+
+Examples:
+    >>> import numpy as np
+    >>> import bayesrank as br
+    >>> rng = np.random.default_rng(0)
+    >>> logger = br.ope.UniformLogger(K=4, L=2)
+    >>> lists = logger.sample(rng, np.zeros((500, 3)))
+    >>> log = br.ope.as_log(lists, rng.normal(size=(500, 2)), np.zeros(3),
+    ...                     **logger.propensities(lists), items=rng.normal(size=(4, 3)))
+    >>> class Fixed:
+    ...     def select_batch(self, v0):
+    ...         return np.tile([0, 1], (len(v0), 1))
+    >>> res = br.ope.evaluate(log, Fixed())
+    >>> list(res.estimator.values) == list(br.ope.DEFAULT_ESTIMATORS)
+    True
 """
 
+from bayesrank.ope._common import Estimate
+from bayesrank.ope.direct import RewardModel, dm, fit_reward_model
 from bayesrank.ope.estimators import (
+    DEFAULT_ESTIMATORS,
     ESTIMATORS,
-    Estimate,
+    MODEL_ESTIMATORS,
     cascade_ips,
     evaluate,
     list_ips,
+    pair_dr,
     pair_ips,
     position_ips,
+)
+from bayesrank.ope.log import as_log, check_log
+from bayesrank.ope.loggers import (
+    EpsilonGreedyLogger,
+    SoftmaxLogger,
+    UniformLogger,
+    collect,
+)
+from bayesrank.ope.parquet import read_parquet, to_parquet
+from bayesrank.ope.target import (
+    TargetDraws,
+    draw_target,
     target_probabilities,
     true_value,
 )
-from bayesrank.ope.log import as_log, check_log
-from bayesrank.ope.loggers import EpsilonGreedyLogger, UniformLogger, collect
 
 __all__ = [
+    "DEFAULT_ESTIMATORS",
     "ESTIMATORS",
+    "MODEL_ESTIMATORS",
     "EpsilonGreedyLogger",
     "Estimate",
+    "RewardModel",
+    "SoftmaxLogger",
+    "TargetDraws",
     "UniformLogger",
     "as_log",
     "cascade_ips",
     "check_log",
     "collect",
+    "dm",
+    "draw_target",
     "evaluate",
+    "fit_reward_model",
     "list_ips",
+    "pair_dr",
     "pair_ips",
     "position_ips",
+    "read_parquet",
     "target_probabilities",
+    "to_parquet",
     "true_value",
 ]

@@ -1,8 +1,8 @@
-"""Inverse-propensity estimators of a target ranking policy's value from a log.
+"""Off-policy estimators of a target ranking policy's value from a log.
 
 The generic estimators take arrays: rewards (n, L), the target's probabilities of
 the logged list's events and the logger's (the pscore variables of the log). Each
-event model gives one estimator:
+event model gives one inverse-propensity (IPS) estimator:
 
 ==============  ===================================  ==================================
 estimator       weight of r^l                        unbiased when
@@ -17,44 +17,55 @@ pair_ips        pi(a^{l-1}, a^l) / p(a^{l-1}, a^l)   r^l depends on (a^{l-1}, a^
 :class:`bayesrank.RankingEnv` is pairwise, so pair_ips is unbiased there with far
 smaller weights than list_ips; position_ips is biased when w != 0.
 
-NaN rewards (positions not observed) contribute 0: the estimators then estimate the
-value of the observed rewards only.
+Two more use a reward model fitted on the log (:func:`fit_reward_model`):
+``dm``, the direct method, and ``pair_dr``, pair IPS with the model as control
+variate (doubly robust: unbiased when the propensities are exact, whatever the
+model's error; lower variance when the model is good).
+
+NaN rewards (positions not observed) contribute 0 to the IPS estimators: they then
+estimate the value of the observed rewards only. ``dm`` and ``pair_dr`` skip them
+(missing at random).
 """
 
 from __future__ import annotations
 
-import contextlib
-import numbers
-from typing import NamedTuple
-
 import numpy as np
 import xarray as xr
 
+from bayesrank._validate import check_seed
+from bayesrank.ope._common import (
+    Estimate,
+    check_items,
+    normal_estimate,
+    positive_float,
+    positive_int,
+)
+from bayesrank.ope.bootstrap import percentile_interval, resample_counts
+from bayesrank.ope.direct import (
+    design,
+    dm,
+    dm_bootstrap,
+    dm_estimate,
+    q_logged,
+    solve,
+    target_features,
+)
 from bayesrank.ope.log import check_log
+from bayesrank.ope.target import n_batches_of, target_probabilities, true_value
 
 __all__ = [
+    "DEFAULT_ESTIMATORS",
     "ESTIMATORS",
     "Estimate",
     "cascade_ips",
     "evaluate",
     "list_ips",
+    "pair_dr",
     "pair_ips",
     "position_ips",
     "target_probabilities",
     "true_value",
 ]
-
-Z95 = 1.959963984540054
-
-
-class Estimate(NamedTuple):
-    """A value estimate with its standard error and normal 95 % interval."""
-
-    estimate: float
-    stderr: float
-    ci_low: float
-    ci_high: float
-
 
 def _arrays(rewards, pi, pscore, name: str):
     r = np.asarray(rewards, float)
@@ -74,7 +85,6 @@ def _ips(rewards: np.ndarray, weights: np.ndarray, self_normalised: bool) -> Est
     """IPS over positions: sum_l mean_i(w_il r_il) (or / mean_i w_il when
     self-normalised), stderr from the per-round contributions (delta method for
     the self-normalised one)."""
-    n = rewards.shape[0]
     r = np.nan_to_num(rewards, nan=0.0)
     wr = weights * r
     if self_normalised:
@@ -86,8 +96,22 @@ def _ips(rewards: np.ndarray, weights: np.ndarray, self_normalised: bool) -> Est
     else:
         contrib = wr.sum(axis=1)
         est = float(contrib.mean())
-    se = float(contrib.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    return Estimate(est, se, est - Z95 * se, est + Z95 * se)
+    return normal_estimate(est, contrib)
+
+
+def _ratio_sum(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """sum over the last axis of num / den, 0 where den = 0."""
+    safe = np.where(den > 0, den, 1.0)
+    return np.where(den > 0, num / safe, 0.0).sum(axis=-1)
+
+
+def _ips_parts(rewards, weights, self_normalised):
+    """(M (n, k), f): the estimate is f(column means of M) -- for the bootstrap."""
+    wr = weights * np.nan_to_num(rewards, nan=0.0)
+    if self_normalised:
+        L = wr.shape[1]
+        return np.concatenate([wr, weights], axis=1), lambda m: _ratio_sum(m[:, :L], m[:, L:])
+    return wr.sum(axis=1, keepdims=True), lambda m: m[:, 0]
 
 
 def list_ips(rewards, pi_list, pscore_list, *, self_normalised=False) -> Estimate:
@@ -101,6 +125,13 @@ def list_ips(rewards, pi_list, pscore_list, *, self_normalised=False) -> Estimat
 
     Returns:
         :class:`Estimate` (estimate, stderr, ci_low, ci_high).
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import list_ips
+        >>> rewards = np.array([[1.0, 0.0], [0.0, 1.0]])
+        >>> list_ips(rewards, np.array([1.0, 0.0]), np.array([0.5, 0.5])).estimate
+        1.0
     """
     r = np.asarray(rewards, float)
     pi = np.asarray(pi_list, float)
@@ -125,6 +156,16 @@ def position_ips(rewards, pi_position, pscore_position, *, self_normalised=False
         pi_position: (n, L) the target's P(logged a^l at position l).
         pscore_position: (n, L) the logger's.
         self_normalised: divide by the mean weight per position.
+
+    Returns:
+        :class:`Estimate`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import position_ips
+        >>> r, pi = np.array([[1.0], [3.0]]), np.array([[1.0], [0.0]])
+        >>> position_ips(r, pi, np.full((2, 1), 0.5)).estimate
+        1.0
     """
     return _ips(*_arrays(rewards, pi_position, pscore_position, "position"), self_normalised)
 
@@ -137,6 +178,16 @@ def cascade_ips(rewards, pi_cascade, pscore_cascade, *, self_normalised=False) -
         pi_cascade: (n, L) the target's P(logged prefix a^1..a^l).
         pscore_cascade: (n, L) the logger's.
         self_normalised: divide by the mean weight per position.
+
+    Returns:
+        :class:`Estimate`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import cascade_ips
+        >>> r, pi = np.ones((2, 2)), np.array([[1.0, 1.0], [0.0, 0.0]])
+        >>> cascade_ips(r, pi, np.array([[0.5, 0.25], [0.5, 0.25]])).estimate
+        3.0
     """
     return _ips(*_arrays(rewards, pi_cascade, pscore_cascade, "cascade"), self_normalised)
 
@@ -152,133 +203,169 @@ def pair_ips(rewards, pi_pair, pscore_pair, *, self_normalised=False) -> Estimat
             l = 0 the marginal of a^1.
         pscore_pair: (n, L) the logger's.
         self_normalised: divide by the mean weight per position.
+
+    Returns:
+        :class:`Estimate`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import pair_ips
+        >>> r, pi = np.ones((2, 2)), np.array([[1.0, 1.0], [0.0, 0.0]])
+        >>> pair_ips(r, pi, np.array([[0.5, 0.25], [0.5, 0.25]])).estimate
+        3.0
     """
     return _ips(*_arrays(rewards, pi_pair, pscore_pair, "pair"), self_normalised)
 
 
-#: name -> (event, function); the function takes (rewards, pi, pscore).
+def _dr_terms(rewards, pi_pair, pscore_pair, q_logged, q_target):
+    r, w = _arrays(rewards, pi_pair, pscore_pair, "pair")
+    for label, q in (("q_logged", q_logged), ("q_target", q_target)):
+        q = np.asarray(q, float)
+        if q.shape != r.shape:
+            raise ValueError(f"{label}: expected shape {r.shape} (as rewards), got {q.shape}")
+        if not np.isfinite(q).all():
+            raise ValueError(f"{label}: expected finite predictions, found NaN or inf")
+    qt = np.asarray(q_target, float)
+    obs = ~np.isnan(r)
+    e = np.where(obs, r - np.where(obs, np.asarray(q_logged, float), 0.0), 0.0)
+    return qt, w, np.where(obs, e, 0.0)
+
+
+def _dr_parts(qt, w, e, self_normalised):
+    """(M, f) of pair_dr for the bootstrap (the reward model held fixed)."""
+    if self_normalised:
+        L = qt.shape[1]
+        M = np.concatenate([qt, w * e, w], axis=1)
+        return M, lambda m: m[:, :L].sum(axis=1) + _ratio_sum(m[:, L:2 * L], m[:, 2 * L:])
+    return (qt + w * e).sum(axis=1, keepdims=True), lambda m: m[:, 0]
+
+
+def pair_dr(rewards, pi_pair, pscore_pair, *, q_logged, q_target,
+            self_normalised=False) -> Estimate:
+    """Doubly robust pair IPS: pair IPS with a reward model as control variate.
+
+    Per round, sum_l [q_target_l + w_l (r^l - q_logged_l)], w_l = pi_pair_l /
+    pscore_pair_l, averaged over rounds. Unbiased when the propensities are exact,
+    whatever the model's error (the model only moves the variance); with a good
+    model the variance is far below pair IPS's. NaN rewards skip the correction
+    (missing at random). The stderr is sd(per-round terms) / sqrt(n).
+
+    Args:
+        rewards: (n, L) rewards; NaN = not observed.
+        pi_pair: (n, L) the target's pair probabilities (as :func:`pair_ips`).
+        pscore_pair: (n, L) the logger's.
+        q_logged: (n, L) the model's prediction of each logged position (its pair
+            (a^{l-1}, a^l) in the round's context), e.g.
+            :meth:`RewardModel.predict <bayesrank.ope.RewardModel.predict>`.
+        q_target: (n, L) the model's prediction at position l averaged over the
+            target's lists in the round's context.
+        self_normalised: divide the correction of each position by its mean weight.
+
+    Returns:
+        :class:`Estimate`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import pair_dr
+        >>> r, pi, ps = np.array([[2.0], [0.0]]), np.array([[1.0], [0.0]]), np.full((2, 1), 0.5)
+        >>> q = np.ones((2, 1))  # a constant model: pair IPS plus mean(1 - w)
+        >>> pair_dr(r, pi, ps, q_logged=q, q_target=q).estimate
+        2.0
+    """
+    qt, w, e = _dr_terms(rewards, pi_pair, pscore_pair, q_logged, q_target)
+    if self_normalised:
+        mw = w.mean(axis=0)
+        safe = np.where(mw > 0, mw, 1.0)
+        corr = np.where(mw > 0, (w * e).mean(axis=0) / safe, 0.0)
+        contrib = (qt + w * (e - corr) / safe).sum(axis=1)
+        est = float(qt.mean(axis=0).sum() + corr.sum())
+    else:
+        contrib = (qt + w * e).sum(axis=1)
+        est = float(contrib.mean())
+    return normal_estimate(est, contrib)
+
+
+#: name -> (event, function): every estimator :func:`evaluate` accepts. ``event`` is
+#: the propensity the estimator needs (``pscore_<event>``; None for ``dm``). The IPS
+#: functions take (rewards, pi, pscore, *, self_normalised); ``pair_dr`` also needs
+#: ``q_logged=`` and ``q_target=`` (keywords) and ``dm`` takes (lists, rewards, v0,
+#: items, target_lists) -- see :data:`MODEL_ESTIMATORS`.
 ESTIMATORS = {
+    "dm": (None, dm),
     "list_ips": ("list", list_ips),
     "position_ips": ("position", position_ips),
     "cascade_ips": ("cascade", cascade_ips),
     "pair_ips": ("pair", pair_ips),
+    "pair_dr": ("pair", pair_dr),
 }
+#: the estimators that fit the reward model (they need the item vectors)
+MODEL_ESTIMATORS = ("dm", "pair_dr")
+#: the default of :func:`evaluate` (DESIGN.md)
+DEFAULT_ESTIMATORS = ("dm", "list_ips", "position_ips", "cascade_ips", "pair_ips", "pair_dr")
+CI_METHODS = ("normal", "bootstrap")
 
 
-# ----------------------------------------------------------- the target's probabilities
-@contextlib.contextmanager
-def _frozen(target):
-    """Restore the target's ``state`` and round counter ``t`` afterwards: drawing
-    lists never changes what the target has learnt (nothing calls ``update``)."""
-    saved = {a: getattr(target, a) for a in ("state", "t") if hasattr(target, a)}
-    try:
-        yield
-    finally:
-        for a, v in saved.items():
-            with contextlib.suppress(AttributeError):
-                setattr(target, a, v)
+def _check_estimators(estimators, log) -> tuple:
+    if isinstance(estimators, str):
+        estimators = (estimators,)
+    estimators = tuple(estimators)
+    if not estimators:
+        raise ValueError("estimators: expected at least one estimator name")
+    for name in estimators:
+        if name not in ESTIMATORS:
+            raise ValueError(f"estimators: unknown {name!r}; expected one of {list(ESTIMATORS)}")
+        event = ESTIMATORS[name][0]
+        if event is not None and f"pscore_{event}" not in log:
+            raise ValueError(f"pscore_{event}: missing from the log, needed by {name}")
+    return estimators
 
 
-def _draw(target, v0, m: int) -> np.ndarray:
-    out = np.asarray(target.select_batch(v0=np.repeat(v0[None], m, 0)))
-    if out.ndim != 2 or out.shape[0] != m:
-        raise ValueError(f"target: select_batch returned shape {out.shape}, expected ({m}, L)")
-    return out
-
-
-def _event_columns(L: int):
-    """(event, l, columns) of every event the estimators use."""
-    for l in range(L):
-        yield "position", l, [l]
-        yield "pair", l, [l - 1, l] if l else [0]
-        yield "cascade", l, list(range(l + 1))
-
-
-def _frequencies(draws, logged, cols, batch, B):
-    """P(event) of each logged row: over all draws (n_g,) and per batch (B, n_g)."""
-    m = draws.shape[0]
-    keys = np.concatenate([draws[:, cols], logged[:, cols]])
-    _, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    U = int(inv.max()) + 1
-    counts = np.bincount(batch * U + inv[:m], minlength=B * U).reshape(B, U)
-    sizes = np.bincount(batch, minlength=B)
-    full = counts.sum(axis=0)[inv[m:]] / m
-    per_batch = counts[:, inv[m:]] / sizes[:, None]
-    return full, per_batch
-
-
-def target_probabilities(log, target, *, n_draws=1000, n_batches=10, deterministic=None):
-    """The target's probabilities of each logged list's events.
-
-    Rounds are grouped by identical v0 rows; the target draws once per distinct v0:
-    ``n_draws`` lists for a random target (RankTS), one list for a deterministic one
-    (an exact 0/1 probability). The target is frozen: its state and round counter
-    are restored afterwards and ``update`` is never called.
-
-    Args:
-        log: the log Dataset (lists, v0).
-        target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` lists.
-        n_draws: Monte Carlo draws per distinct v0 for a random target.
-        n_batches: the draws are split into this many batches (for the Monte Carlo
-            error of the estimates).
-        deterministic: whether the target's lists are deterministic given v0; None:
-            judged from the first v0's ``n_draws`` draws (all equal: deterministic).
-
-    Returns:
-        ``(probs, batch_probs, deterministic)``: probs maps "list" to (n,) and
-        "position", "pair", "cascade" to (n, L); batch_probs the same with a leading
-        batch axis (B, ...).
-    """
-    if isinstance(n_draws, bool) or not isinstance(n_draws, numbers.Integral) or n_draws < 1:
-        raise ValueError(f"n_draws: expected a positive integer, got {n_draws!r}")
-    lists = np.asarray(log["lists"].values)
-    v0s = np.asarray(log["v0"].values, float)
-    n, L = lists.shape
-    uniq, inv = np.unique(v0s, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    with _frozen(target):
-        if deterministic is None:
-            first = _draw(target, uniq[0], n_draws)
-            deterministic = bool((first == first[0]).all())
+def _items_for(log, target, items) -> np.ndarray:
+    """The item vectors: ``items``, else the log's, else the target's."""
+    if items is None:
+        if "items" in log:
+            items = log["items"].values
+        elif getattr(target, "items", None) is not None:
+            items = np.asarray(target.items)
         else:
-            first = None
-        if deterministic:
-            one = np.asarray(target.select_batch(v0=uniq))
-            if one.shape != (len(uniq), L):
-                raise ValueError(
-                    f"target: select_batch returned shape {one.shape}, expected "
-                    f"({len(uniq)}, {L})"
-                )
-            draws = [one[g][None] for g in range(len(uniq))]
-        else:
-            draws = [first] + [_draw(target, uniq[g], n_draws) for g in range(1, len(uniq))]
-    B = 1 if deterministic else max(1, min(int(n_batches), n_draws))
-    probs = {"list": np.zeros(n), **{e: np.zeros((n, L)) for e in ("position", "pair", "cascade")}}
-    batch = {"list": np.zeros((B, n)), **{e: np.zeros((B, n, L)) for e in ("position", "pair", "cascade")}}
-    for g, D in enumerate(draws):
-        if D.shape[1] != L:
-            raise ValueError(f"target: lists of length {D.shape[1]}, the log's have {L}")
-        rows = np.flatnonzero(inv == g)
-        bid = np.arange(D.shape[0]) % B
-        for event, l, cols in _event_columns(L):
-            full, per = _frequencies(D, lists[rows], cols, bid, B)
-            probs[event][rows, l] = full
-            batch[event][:, rows, l] = per
-    probs["list"] = probs["cascade"][:, -1].copy()
-    batch["list"] = batch["cascade"][:, :, -1].copy()
-    return probs, batch, deterministic
+            raise ValueError(
+                "items: dm and pair_dr need the item vectors; pass items=, store them in "
+                "the log (as_log(..., items=)) or use a target with an .items attribute"
+            )
+    K = log.attrs.get("K")
+    return check_items(items, log.sizes["dim"], None if K is None else int(K),
+                       int(log["lists"].values.max()) + 1)
+
+
+class _Model:
+    """The reward model of a log and the target's predictions (for dm, pair_dr)."""
+
+    def __init__(self, log, draws, items, ridge, B):
+        self.D = design(log["lists"].values, log["rewards"].values, log["v0"].values, items,
+                        groups=(draws.contexts, draws.inverse))
+        coef, prec = solve(self.D, ridge)
+        self.coef, self.prec, self.ridge, self.inv = coef[0], prec[0], ridge, draws.inverse
+        bid = np.arange(draws.lists.shape[1]) % B
+        self.feats, feats_b = target_features(draws.lists, draws.contexts, items, bid, B)
+        self.q_target = np.einsum("glp,lp->gl", self.feats, self.coef)[self.inv]
+        self.q_target_b = np.einsum("bglp,lp->bgl", feats_b, self.coef)[:, self.inv]
+        self.q_logged = q_logged(self.D, self.coef)
 
 
 def evaluate(
     log,
     target,
-    estimators=("list_ips", "position_ips", "cascade_ips", "pair_ips"),
+    estimators=DEFAULT_ESTIMATORS,
     n_draws=1000,
     self_normalised=False,
     *,
     n_batches=10,
     deterministic=None,
+    items=None,
+    ridge=1.0,
+    ci="normal",
+    n_boot=1000,
+    seed=0,
 ) -> xr.Dataset:
     """Off-policy estimates of the target's expected total reward per round.
 
@@ -288,75 +375,111 @@ def evaluate(
         target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` (a bayesrank
             policy, evaluated frozen: it is never updated and its state and round
             counter are restored).
-        estimators: names from :data:`ESTIMATORS`.
-        n_draws: Monte Carlo draws per distinct v0 for a random target.
-        self_normalised: use the self-normalised (SNIPS) variants.
+        estimators: names from :data:`ESTIMATORS`; default ("dm", "list_ips",
+            "position_ips", "cascade_ips", "pair_ips", "pair_dr").
+        n_draws: Monte Carlo draws per distinct v0 for a random target (drawn once
+            and shared by every estimator).
+        self_normalised: use the self-normalised (SNIPS) variants (dm has none).
         n_batches: batches of draws for the Monte Carlo error.
         deterministic: see :func:`target_probabilities`.
+        items: (K, d) item vectors for dm and pair_dr; None: the log's ``items``
+            variable, else ``target.items``.
+        ridge: the reward model's ridge penalty (:func:`fit_reward_model`).
+        ci: "normal" (estimate +- 1.96 stderr) or "bootstrap" (percentile bootstrap
+            over rounds: dm refits the model on every resample; pair_dr holds it
+            fixed, as Open Bandit Pipeline does).
+        n_boot: bootstrap replicates.
+        seed: seed of the bootstrap resamples.
 
     Returns:
         Dataset over the coordinate "estimator" with ``estimate``, ``stderr`` (the
-        sampling error of the log), ``ci_low``, ``ci_high`` (normal 95 %) and
-        ``mc_stderr`` (the Monte Carlo error of the target's probabilities: the sd of
-        the estimates over the batches of draws / sqrt(batches); 0 when the target
-        is deterministic).
+        sampling error of the log, analytic whatever ``ci``), ``ci_low``,
+        ``ci_high`` (95 %) and ``mc_stderr`` (the Monte Carlo error of the target's
+        probabilities: the sd of the estimates over the batches of draws /
+        sqrt(batches); 0 when the target is deterministic).
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import UniformLogger, as_log, evaluate
+        >>> rng = np.random.default_rng(0)
+        >>> items = rng.normal(size=(4, 3))
+        >>> logger = UniformLogger(K=4, L=2)
+        >>> lists = logger.sample(rng, np.zeros((4000, 3)))
+        >>> rewards = items[lists] @ [1.0, 0.5, 0.0] + rng.normal(size=(4000, 2))
+        >>> log = as_log(lists, rewards, np.zeros(3), **logger.propensities(lists),
+        ...              items=items)
+        >>> class Fixed:
+        ...     def select_batch(self, v0):
+        ...         return np.tile([1, 2], (len(v0), 1))
+        >>> res = evaluate(log, Fixed(), ["dm", "pair_ips", "pair_dr"], ci="bootstrap",
+        ...                n_boot=200)
+        >>> truth = float(items[[1, 2]] @ [1.0, 0.5, 0.0] @ [1, 1])
+        >>> bool(np.all((res.ci_low < truth) & (truth < res.ci_high)))
+        True
     """
     check_log(log)
-    if isinstance(estimators, str):
-        estimators = (estimators,)
-    estimators = tuple(estimators)
-    if not estimators:
-        raise ValueError("estimators: expected at least one estimator name")
-    for name in estimators:
-        if name not in ESTIMATORS:
-            raise ValueError(f"estimators: unknown {name!r}; expected one of {list(ESTIMATORS)}")
-        var = f"pscore_{ESTIMATORS[name][0]}"
-        if var not in log:
-            raise ValueError(f"{var}: missing from the log, needed by {name}")
-    probs, batch, det = target_probabilities(
-        log, target, n_draws=n_draws, n_batches=n_batches, deterministic=deterministic
+    estimators = _check_estimators(estimators, log)
+    if not isinstance(ci, str) or ci not in CI_METHODS:
+        raise ValueError(f"ci: expected one of {list(CI_METHODS)}, got {ci!r}")
+    n_boot = positive_int(n_boot, "n_boot")
+    seed = check_seed(seed)
+    n_batches = positive_int(n_batches, "n_batches")
+    needs_model = any(e in MODEL_ESTIMATORS for e in estimators)
+    if needs_model:
+        ridge = positive_float(ridge, "ridge")
+        items = _items_for(log, target, items)
+    probs, batch, det, draws = target_probabilities(
+        log, target, n_draws=n_draws, n_batches=n_batches, deterministic=deterministic,
+        return_draws=True,
     )
+    B = n_batches_of(draws, n_batches)
+    model = _Model(log, draws, items, ridge, B) if needs_model else None
     rewards = log["rewards"].values
-    rows = []
+    n = rewards.shape[0]
+    rows, parts = [], {}
     for name in estimators:
         event, fn = ESTIMATORS[name]
-        ps = log[f"pscore_{event}"].values
-        est = fn(rewards, probs[event], ps, self_normalised=self_normalised)
-        reps = [fn(rewards, pb, ps, self_normalised=self_normalised).estimate
-                for pb in batch[event]]
+        if name == "dm":
+            est = dm_estimate(model.D, model.coef, model.prec, model.feats, model.inv)
+            reps = model.q_target_b.sum(axis=2).mean(axis=1)
+        else:
+            ps = log[f"pscore_{event}"].values
+            kw = {"self_normalised": self_normalised}
+            pis = [probs[event], *batch[event]]
+            if name == "pair_dr":
+                qts = [model.q_target, *model.q_target_b]
+                ests = [fn(rewards, pi, ps, q_logged=model.q_logged, q_target=qt, **kw)
+                        for pi, qt in zip(pis, qts)]  # full draws, then <= B batches
+                parts[name] = _dr_parts(*_dr_terms(rewards, probs[event], ps,
+                                                   model.q_logged, model.q_target),
+                                        self_normalised)
+            else:
+                ests = [fn(rewards, pi, ps, **kw) for pi in pis]
+                p = probs[event] / ps if event != "list" else np.repeat(
+                    (probs[event] / ps)[:, None], rewards.shape[1], axis=1)
+                parts[name] = _ips_parts(rewards, p, self_normalised)
+            est, reps = ests[0], np.array([e.estimate for e in ests[1:]])
         mc = float(np.std(reps, ddof=1) / np.sqrt(len(reps))) if len(reps) > 1 else 0.0
-        rows.append((*est, mc))
+        rows.append([*est, mc])
     a = np.array(rows, float)
+    if ci == "bootstrap":
+        boot = {name: [] for name in estimators}
+        for counts in resample_counts(n, n_boot, seed):  # a few chunks of replicates
+            for name in estimators:
+                if name == "dm":
+                    boot[name].append(dm_bootstrap(model.D, model.ridge, model.feats,
+                                                   model.inv, counts))
+                else:
+                    M, f = parts[name]
+                    boot[name].append(f(counts @ M / n))
+        for i, name in enumerate(estimators):
+            a[i, 2:4] = percentile_interval(np.concatenate(boot[name]))
     out = xr.Dataset(
         {v: ("estimator", a[:, i]) for i, v in
          enumerate(("estimate", "stderr", "ci_low", "ci_high", "mc_stderr"))},
         coords={"estimator": list(estimators)},
     )
-    out.attrs.update(n_rounds=int(log.sizes["round"]), n_draws=int(n_draws),
-                     self_normalised=int(bool(self_normalised)), deterministic=int(det))
+    out.attrs.update(n_rounds=int(n), n_draws=int(n_draws),
+                     self_normalised=int(bool(self_normalised)), deterministic=int(det),
+                     ci=ci, n_boot=int(n_boot) if ci == "bootstrap" else 0)
     return out
-
-
-def true_value(env, target, v0=None, n_draws=1000) -> float:
-    """The target's expected total reward in ``env`` for a request with context v0.
-
-    Exact (``env.expected_reward`` of its list) when the target's ``n_draws`` lists
-    are all equal (a deterministic target), else their Monte Carlo average. The
-    target is frozen as in :func:`evaluate`.
-
-    Args:
-        env: a :class:`bayesrank.RankingEnv`.
-        target: an object with ``select_batch(v0=(B, d)) -> (B, L)``.
-        v0: (d,) the context; None: ``env.v0``.
-        n_draws: lists drawn from the target.
-    """
-    if v0 is None:
-        v0 = np.asarray(env.v0, float)
-    else:
-        v0 = np.asarray(v0, float)
-        env = env.with_v0(v0)
-    with _frozen(target):
-        lists = _draw(target, v0, int(n_draws))
-    if (lists == lists[0]).all():
-        return float(env.expected_reward(lists[0]))
-    return float(np.mean(np.asarray(env.expected_reward(lists))))

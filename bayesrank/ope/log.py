@@ -10,6 +10,8 @@ import numbers
 import numpy as np
 import xarray as xr
 
+from bayesrank.ope._common import check_items
+
 __all__ = ["PSCORE_VARS", "as_log", "check_log"]
 
 #: The optional propensity variables and their dims.
@@ -97,6 +99,7 @@ def as_log(
     pscore_cascade=None,
     *,
     K=None,
+    items=None,
 ) -> xr.Dataset:
     """A checked log as an :class:`xarray.Dataset` (the format of :mod:`bayesrank.ope`).
 
@@ -108,22 +111,42 @@ def as_log(
         pscore_position: (n, L) P(item a^l at position l).
         pscore_pair: (n, L) P(a^{l-1} at l-1 and a^l at l); at l = 0, P(a^1 at 1).
         pscore_cascade: (n, L) P(the prefix a^1..a^l is shown).
-        K: the number of items; when given, indices must be below it.
+        K: the number of items; when given, indices must be below it. None: the
+            rows of ``items`` when given.
+        items: (K, d) the item vectors (d as v0), needed by the model-based
+            estimators (``dm``, ``pair_dr``); stored as the variable ``items``.
 
     Returns:
-        Dataset with dims ("round", "position", "dim") and the variables above
-        (pscore variables only where given).
+        Dataset with dims ("round", "position", "dim") (and "item" with ``items``)
+        and the variables above (pscore variables and items only where given).
 
     Raises:
         ValueError, TypeError: with a message starting with the offending variable.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import as_log
+        >>> log = as_log(lists=np.array([[0, 2], [1, 1]]), rewards=np.ones((2, 2)),
+        ...              v0=np.zeros(3), pscore_list=np.full(2, 1 / 9), K=3)
+        >>> dict(log.sizes)
+        {'round': 2, 'position': 2, 'dim': 3}
+        >>> as_log(np.array([[0, 5]]), np.ones((1, 2)), np.zeros(3), K=3)
+        Traceback (most recent call last):
+        ...
+        ValueError: lists: item indices must lie in [0, K) = [0, 3), got max 5
     """
     K = _check_K(K)
     lists_a = _check_lists(lists, K)
     n, L = lists_a.shape
+    v0_a = _check_v0(v0, n)
+    items_a = None
+    if items is not None:
+        items_a = check_items(items, v0_a.shape[1], K, int(lists_a.max()) + 1)
+        K = items_a.shape[0]
     data = {
         "lists": (("round", "position"), lists_a),
         "rewards": (("round", "position"), _check_rewards(rewards, (n, L))),
-        "v0": (("round", "dim"), _check_v0(v0, n)),
+        "v0": (("round", "dim"), v0_a),
     }
     given = {"pscore_list": pscore_list, "pscore_position": pscore_position,
              "pscore_pair": pscore_pair, "pscore_cascade": pscore_cascade}
@@ -133,6 +156,8 @@ def as_log(
         dims = PSCORE_VARS[name]
         shape = (n,) if len(dims) == 1 else (n, L)
         data[name] = (dims, _check_pscore(p, name, shape))
+    if items_a is not None:
+        data["items"] = (("item", "dim"), items_a)
     ds = xr.Dataset(data)
     if K is not None:
         ds.attrs["K"] = K
@@ -152,6 +177,17 @@ def check_log(ds, K=None) -> xr.Dataset:
     Raises:
         ValueError, TypeError: as :func:`as_log`, the message starting with the
         variable name (or ``ds`` when it is not a Dataset).
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import as_log, check_log
+        >>> log = as_log(np.array([[0, 1]]), np.ones((1, 2)), np.zeros(2), K=2)
+        >>> check_log(log) is log
+        True
+        >>> check_log(log.drop_vars("v0"))
+        Traceback (most recent call last):
+        ...
+        ValueError: v0: missing from the log
     """
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
@@ -159,7 +195,7 @@ def check_log(ds, K=None) -> xr.Dataset:
         if name not in ds:
             raise ValueError(f"{name}: missing from the log")
     expected = {"lists": ("round", "position"), "rewards": ("round", "position"),
-                "v0": ("round", "dim"), **PSCORE_VARS}
+                "v0": ("round", "dim"), "items": ("item", "dim"), **PSCORE_VARS}
     for name, dims in expected.items():
         if name in ds and ds[name].dims != dims:
             raise ValueError(f"{name}: expected dims {dims}, got {ds[name].dims}")
@@ -168,5 +204,6 @@ def check_log(ds, K=None) -> xr.Dataset:
     as_log(
         ds["lists"].values, ds["rewards"].values, ds["v0"].values,
         **{name: ds[name].values for name in PSCORE_VARS if name in ds}, K=K,
+        items=ds["items"].values if "items" in ds else None,
     )
     return ds

@@ -3,25 +3,25 @@
 A logger has ``K``, ``L``, ``sample(rng, v0s) -> (n, L)`` lists and
 ``propensities(lists, v0s) -> dict`` of the four pscore arrays of
 :mod:`bayesrank.ope` (``pscore_list`` (n,), the others (n, L)).
+
+Every logger here draws each position's item independently given the context
+(repeats allowed, as the paper's lists may repeat items): that is what makes all four
+propensities exact in closed form. A Plackett-Luce logger (sampling without
+replacement) is not provided: its list and prefix probabilities are closed-form, but
+its per-position and pair marginals need a sum over all preceding prefixes.
 """
 
 from __future__ import annotations
-
-import numbers
 
 import jax
 import numpy as np
 import xarray as xr
 
+from bayesrank.ope._common import positive_float
+from bayesrank.ope._common import positive_int as _positive_int
 from bayesrank.ope.log import as_log
 
-__all__ = ["EpsilonGreedyLogger", "UniformLogger", "collect"]
-
-
-def _positive_int(x, name: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {x!r}")
-    return int(x)
+__all__ = ["EpsilonGreedyLogger", "SoftmaxLogger", "UniformLogger", "collect"]
 
 
 def _uniform_pscores(n: int, K: int, L: int) -> dict:
@@ -45,6 +45,15 @@ class UniformLogger:
     Args:
         K: the number of items.
         L: the list length.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import UniformLogger
+        >>> logger = UniformLogger(K=4, L=2)
+        >>> logger.sample(np.random.default_rng(0), np.zeros((3, 5))).shape
+        (3, 2)
+        >>> logger.propensities(np.array([[0, 3]]))["pscore_pair"]
+        array([[0.25  , 0.0625]])
     """
 
     def __init__(self, K: int, L: int):
@@ -77,6 +86,13 @@ class EpsilonGreedyLogger:
         K: the number of items.
         L: the list length.
         epsilon: the exploration probability in [0, 1].
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import EpsilonGreedyLogger
+        >>> logger = EpsilonGreedyLogger(lambda v0: np.array([1, 0]), K=2, L=2, epsilon=0.5)
+        >>> logger.propensities(np.array([[1, 0]]), np.zeros((1, 3)))["pscore_list"]
+        array([0.625])
     """
 
     def __init__(self, policy_lists_fn, K: int, L: int, epsilon: float):
@@ -133,6 +149,110 @@ class EpsilonGreedyLogger:
         return f"EpsilonGreedyLogger(K={self.K}, L={self.L}, epsilon={self.epsilon})"
 
 
+def _check_scores(s, K, L, name: str) -> np.ndarray:
+    arr = np.asarray(s)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected a real (L, K) array, got dtype {arr.dtype}")
+    arr = arr.astype(float)
+    want = (L, K) if K is not None else arr.shape
+    if arr.ndim != 2 or arr.shape != want or arr.size == 0:
+        raise ValueError(f"{name}: expected shape {want if K is not None else '(L, K)'}, "
+                         f"got {arr.shape}")
+    if np.isnan(arr).any() or (arr == np.inf).any():
+        raise ValueError(f"{name}: expected finite scores (or -inf: never shown), found "
+                         "NaN or +inf")
+    if not np.isfinite(arr).any(axis=1).all():
+        raise ValueError(f"{name}: every position needs at least one finite score")
+    return arr
+
+
+class SoftmaxLogger:
+    """Independent per-position softmax: position l shows item k with probability
+    softmax(scores[l] / temperature)[k], independently of the other positions
+    (repeats allowed, the paper's default).
+
+    The propensities are exact in closed form: with p_l the softmax of position l,
+    P(a^l at l) = p_l(a^l), P(pair at l) = p_{l-1}(a^{l-1}) p_l(a^l) (p_1(a^1) at
+    l = 1), P(prefix to l) = prod_{j <= l} p_j(a^j), P(list) = P(prefix to L). A
+    score of -inf means the item is never shown at that position.
+
+    Args:
+        scores: (L, K) scores, or a callable v0 (d,) -> (L, K) (called once per
+            distinct v0).
+        temperature: > 0; large: near uniform, small: near the argmax per position.
+        K: the number of items (needed with a callable; checked against an array).
+        L: the list length (as K).
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import SoftmaxLogger
+        >>> logger = SoftmaxLogger(np.log([[1.0, 3.0], [1.0, 1.0]]))
+        >>> logger.propensities(np.array([[1, 0]]), np.zeros((1, 2)))["pscore_list"]
+        array([0.375])
+    """
+
+    def __init__(self, scores, temperature=1.0, *, K=None, L=None):
+        K = None if K is None else _positive_int(K, "K")
+        L = None if L is None else _positive_int(L, "L")
+        self.temperature = positive_float(temperature, "temperature")
+        if callable(scores):
+            if K is None or L is None:
+                raise ValueError("K, L: both are needed when scores is a callable")
+            self.scores_fn, self.scores = scores, None
+        else:
+            arr = _check_scores(scores, None, None, "scores")
+            for name, given, got in (("L", L, arr.shape[0]), ("K", K, arr.shape[1])):
+                if given is not None and given != got:
+                    raise ValueError(f"{name}: {given} does not match scores' shape {arr.shape}")
+            L, K = arr.shape
+            self.scores_fn, self.scores = None, arr
+        self.K, self.L = K, L
+
+    def probabilities(self, v0s):
+        """Per distinct context: ``(p (G, L, K), inverse (n,))``, p[g, l] the
+        softmax of position l in context group g."""
+        v0s = np.asarray(v0s, float).reshape(np.shape(v0s)[0], -1)
+        if self.scores is not None:
+            s = self.scores[None]
+            inv = np.zeros(v0s.shape[0], np.int64)
+        else:
+            uniq, inv = np.unique(v0s, axis=0, return_inverse=True)
+            s = np.stack([_check_scores(self.scores_fn(u), self.K, self.L, "scores")
+                          for u in uniq])  # one call per distinct context
+        z = s / self.temperature
+        z = np.exp(z - z.max(axis=-1, keepdims=True))
+        return z / z.sum(axis=-1, keepdims=True), inv.reshape(-1)
+
+    def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
+        """(n, L) int lists for the n requests with contexts v0s (n, d)."""
+        p, inv = self.probabilities(v0s)
+        cdf = np.cumsum(p, axis=-1)
+        cdf[..., -1] = 1.0
+        rows = np.arange(cdf.shape[0] * self.L).reshape(-1, self.L)  # (G, L) row ids
+        flat = (cdf + rows[..., None]).ravel()  # increasing: row r lives in [r, r + 1]
+        r = rows[inv]  # (n, L)
+        u = rng.random(r.shape)
+        return np.searchsorted(flat, r + u, side="right") - r * self.K
+
+    def propensities(self, lists, v0s) -> dict:
+        """The exact pscore arrays of the shown lists (n, L) in contexts v0s (n, d)."""
+        lists = np.asarray(lists)
+        p, inv = self.probabilities(v0s)
+        pos = p[inv[:, None], np.arange(self.L)[None, :], lists]  # (n, L)
+        pair = pos.copy()
+        pair[:, 1:] *= pos[:, :-1]
+        cascade = np.cumprod(pos, axis=1)
+        return {
+            "pscore_list": cascade[:, -1].copy(),
+            "pscore_position": pos,
+            "pscore_pair": pair,
+            "pscore_cascade": cascade,
+        }
+
+    def __repr__(self) -> str:
+        return f"SoftmaxLogger(K={self.K}, L={self.L}, temperature={self.temperature})"
+
+
 def collect(env, logger, n: int, *, seed: int = 0) -> xr.Dataset:
     """A log of n rounds of ``logger`` in ``env``, with exact propensities.
 
@@ -145,7 +265,15 @@ def collect(env, logger, n: int, *, seed: int = 0) -> xr.Dataset:
         seed: seeds both the logger's choices (NumPy) and the rewards (JAX).
 
     Returns:
-        The log Dataset of :mod:`bayesrank.ope`, with every pscore variable.
+        The log Dataset of :mod:`bayesrank.ope`, with every pscore variable and the
+        env's item vectors (``items``).
+
+    Examples:
+        >>> import bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=5, L=2, d=3)
+        >>> log = br.ope.collect(env, br.ope.UniformLogger(5, 2), 100, seed=0)
+        >>> dict(log.sizes), float(log.pscore_list[0])
+        ({'round': 100, 'position': 2, 'dim': 3, 'item': 5}, 0.04)
     """
     n = _positive_int(n, "n")
     if logger.K != env.K or logger.L != env.L:
@@ -157,4 +285,5 @@ def collect(env, logger, n: int, *, seed: int = 0) -> xr.Dataset:
     rng = np.random.default_rng(seed)
     lists = np.asarray(logger.sample(rng, v0s), np.int64)
     rewards = np.asarray(env.sample(jax.random.key(seed), lists), float)
-    return as_log(lists, rewards, v0s, **logger.propensities(lists, v0s), K=env.K)
+    return as_log(lists, rewards, v0s, **logger.propensities(lists, v0s), K=env.K,
+                  items=np.asarray(env.items, float))

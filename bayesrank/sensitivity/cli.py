@@ -34,6 +34,37 @@ def run_sweep_cli(
     Raises:
         ValueError: invalid configuration (the message names the key), before any
             work starts; FileNotFoundError: no such config file.
+
+    Example:
+        >>> import os, tempfile
+        >>> from bayesrank.sensitivity import run_sweep_cli
+        >>> toml = '''
+        ... [sweep]
+        ... T = 10
+        ... runs = 2
+        ... checkpoints = [10]
+        ... draws = 20
+        ... chains = 2
+        ... [env]
+        ... K = 4
+        ... L = 2
+        ... d = 2
+        ... [priors.weak]
+        ... scale = [1.0, 10.0]
+        ... '''
+        >>> import contextlib, io
+        >>> printed = io.StringIO()  # the progress lines it prints
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "sweep.toml")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write(toml)
+        ...     with contextlib.redirect_stdout(printed):
+        ...         report = run_sweep_cli(path, out=os.path.join(folder, "out"))
+        ...     written = sorted(os.listdir(report.parent))
+        >>> printed.getvalue().startswith("sweep: 2 cells, T=10, runs=2")
+        True
+        >>> "report.md" in written and "regret_heatmap.png" in written
+        True
     """
     from bayesrank.sensitivity.config import load_config
     from bayesrank.sensitivity.report import write_report

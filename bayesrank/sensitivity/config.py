@@ -40,6 +40,7 @@ from bayesrank.sensitivity.grid import (
     NUTS_OPTION_KEYS,
     PRIOR_FAMILIES,
     PRIOR_KEYS,
+    W_PRIOR_FAMILIES,
     Cell,
     EnvSpec,
     PriorSpec,
@@ -71,6 +72,13 @@ class SweepSettings:
         save_posteriors: also store every diagnosed posterior as a NetCDF DataTree.
         executor: "local" or "dask"; scheduler: a Dask scheduler address (None: a
             LocalCluster of ``workers`` processes).
+
+    Example:
+        >>> from bayesrank.sensitivity import parse_config
+        >>> s = parse_config({"sweep": {"T": 100, "runs": 2, "checkpoints": [50, 100]},
+        ...                   "priors": {"weak": {"scale": 10.0}}}).settings
+        >>> s.T, s.runs, s.checkpoints, s.executor
+        (100, 2, (50, 100), 'local')
     """
 
     name: str = "prior sensitivity"
@@ -103,6 +111,7 @@ class SweepSettings:
         }
 
     def to_dict(self) -> dict:
+        """The settings as a JSON-able dict (tuples as lists)."""
         out = asdict(self)
         for k in ("checkpoints", "quantiles", "positions"):
             if out[k] is not None:
@@ -112,7 +121,17 @@ class SweepSettings:
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """A validated sweep: its settings, the expanded cells and the source config."""
+    """A validated sweep: its settings, the expanded cells and the source config.
+
+    Example:
+        >>> from bayesrank.sensitivity import parse_config
+        >>> spec = parse_config({"sweep": {"T": 100, "runs": 2},
+        ...                      "priors": {"shift": {"location": [-1.0, 0.0, 1.0]}}})
+        >>> len(spec.cells), [c.prior.location for c in spec.cells]
+        (3, [-1.0, 0.0, 1.0])
+        >>> spec.with_settings(runs=8).settings.runs
+        8
+    """
 
     settings: SweepSettings
     cells: tuple
@@ -282,7 +301,12 @@ def _prior_block(name: str, table: Mapping) -> list[PriorSpec]:
             continue
         key = prefix + k
         vals = _as_list(v, key)
-        if k == "location":
+        if k == "w_prior":
+            bad = [x for x in vals if x not in W_PRIOR_FAMILIES]
+            if bad:
+                raise _err(key, f"expected some of {list(W_PRIOR_FAMILIES)}, got {bad}")
+            axes[k] = list(vals)
+        elif k in ("location", "w_location"):
             axes[k] = [_float(x, key) for x in vals]
         elif k == "correlation":
             axes[k] = [_float(x, key, lo=0.0, hi=1.0) for x in vals]
@@ -346,6 +370,18 @@ def parse_config(config: Mapping, *, quick: bool = False) -> SweepSpec:
 
     Raises:
         ValueError: naming the offending key.
+
+    Example:
+        >>> from bayesrank.sensitivity import parse_config
+        >>> spec = parse_config({"sweep": {"T": 100, "runs": 2},
+        ...                      "priors": {"grid": {"location": [0.0, 1.0],
+        ...                                          "scale": [0.1, 1.0, 10.0]}}})
+        >>> len(spec.cells)                                # 2 locations x 3 scales
+        6
+        >>> parse_config({"sweep": {"T": 0}})
+        Traceback (most recent call last):
+        ...
+        ValueError: sweep.T: expected an integer >= 1, got 0
     """
     config = _table(config, "config")
     _unknown(config, TOP_KEYS, "")
@@ -399,6 +435,18 @@ def load_config(path, *, quick: bool = False) -> SweepSpec:
 
     Raises:
         FileNotFoundError: no such file; ValueError: invalid TOML or config.
+
+    Example:
+        >>> import os, tempfile
+        >>> from bayesrank.sensitivity import load_config
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "sweep.toml")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write('[sweep]\\nT = 100\\n'
+        ...                     '[priors.weak]\\nscale = [1.0, 10.0]\\n')
+        ...     spec = load_config(path)
+        >>> spec.settings.T, len(spec.cells)
+        (100, 2)
     """
     path = Path(path)
     if not path.is_file():

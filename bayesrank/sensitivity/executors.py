@@ -21,11 +21,18 @@ __all__ = ["DaskExecutor", "LocalExecutor", "make_executor"]
 
 
 class LocalExecutor:
-    """Run payloads sequentially in this process."""
+    """Run payloads sequentially in this process.
+
+    Example:
+        >>> from bayesrank.sensitivity import LocalExecutor
+        >>> list(LocalExecutor().map(abs, [-2, 1]))
+        [(0, 2), (1, 1)]
+    """
 
     name = "local"
 
     def map(self, fn: Callable, payloads: list) -> Iterator[tuple[int, object]]:
+        """Yield ``(index, fn(payload))`` for each payload, in order."""
         for i, payload in enumerate(payloads):
             yield i, fn(payload)
 
@@ -54,6 +61,13 @@ class DaskExecutor:
 
     Raises:
         ImportError: dask.distributed is not installed (names the extra to install).
+
+    Example:
+        >>> from bayesrank.sensitivity import DaskExecutor
+        >>> executor = DaskExecutor(workers=1, processes=False)   # a LocalCluster
+        >>> sorted(executor.map(abs, [-2, 1]))
+        [(0, 2), (1, 1)]
+        >>> executor.close()
     """
 
     name = "dask"
@@ -78,6 +92,7 @@ class DaskExecutor:
             self.client = distributed.Client(self._cluster)
 
     def map(self, fn: Callable, payloads: list) -> Iterator[tuple[int, object]]:
+        """Submit every payload; yield ``(index, result)`` as results arrive."""
         distributed = _require_distributed()
         futures = {
             self.client.submit(fn, p, pure=False): i for i, p in enumerate(payloads)
@@ -104,6 +119,15 @@ def make_executor(
 
     Raises:
         ValueError: unknown name; ImportError: dask missing for "dask".
+
+    Example:
+        >>> from bayesrank.sensitivity import make_executor
+        >>> make_executor("local").name
+        'local'
+        >>> make_executor("spark")
+        Traceback (most recent call last):
+        ...
+        ValueError: executor: expected 'local' or 'dask', got 'spark'
     """
     if name == "local":
         return LocalExecutor()

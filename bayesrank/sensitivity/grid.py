@@ -16,7 +16,13 @@ Prior families (``family``) and their hyper-parameters:
                              (``df`` for student_t): heavy tails, sampled by NUTS.
 
 ``Sigma = scale^2 ((1 - correlation) I + correlation 1 1^T)`` (equicorrelated; the
-Gaussian families only). Environments are the paper's generator
+Gaussian families only).
+
+The conjugate families also take a prior on the dependency weights: ``w_prior`` is
+``"known"`` (the default: RankTS is given the environment's w) or ``"normal"``,
+``"laplace"``, ``"cauchy"`` with ``w_location`` and ``w_scale``: RankTS then learns w
+jointly with theta (``RankTS(w=dist.<Family>(w_location, w_scale))``, exact collapsed
+posterior of :class:`bayesrank.posteriors.LatentW`), one cell at a time, runs vmapped. Environments are the paper's generator
 (:meth:`bayesrank.RankingEnv.paper`) with the identity link and Gaussian noise.
 
 Example:
@@ -39,6 +45,7 @@ __all__ = [
     "NUTS_FAMILIES",
     "PRIOR_FAMILIES",
     "PRIOR_KEYS",
+    "W_PRIOR_FAMILIES",
     "Cell",
     "EnvSpec",
     "PriorSpec",
@@ -48,12 +55,18 @@ __all__ = [
 
 CONJUGATE_FAMILIES = ("gaussian", "gaussian_unknown_noise")
 NUTS_FAMILIES = ("normal", "student_t", "laplace", "cauchy")
+#: The prior families (the conjugate "gaussian" and "gaussian_unknown_noise", and the
+#: NUTS families "normal", "student_t", "laplace" and "cauchy").
 PRIOR_FAMILIES = CONJUGATE_FAMILIES + NUTS_FAMILIES
+#: Priors on w: "known" (the environment's w is given) or a NumPyro family.
+W_PRIOR_FAMILIES = ("known", "normal", "laplace", "cauchy")
+W_KEYS = ("w_prior", "w_location", "w_scale")
 
 #: Hyper-parameters each family accepts (besides ``family`` itself).
 PRIOR_KEYS = {
-    "gaussian": ("location", "scale", "correlation", "noise_scale"),
-    "gaussian_unknown_noise": ("location", "scale", "correlation", "a0", "b0"),
+    "gaussian": ("location", "scale", "correlation", "noise_scale", *W_KEYS),
+    "gaussian_unknown_noise": ("location", "scale", "correlation", "a0", "b0",
+                               *W_KEYS),
     "normal": ("location", "scale", "noise_scale", "nuts"),
     "student_t": ("location", "scale", "df", "noise_scale", "nuts"),
     "laplace": ("location", "scale", "noise_scale", "nuts"),
@@ -87,6 +100,12 @@ class EnvSpec:
     Attributes:
         K: items; L: positions; d: feature dimension; w_max: |w_l| bound;
         noise_sd: the environment's reward-noise sd; seed: the generator's seed.
+
+    Example:
+        >>> from bayesrank.sensitivity import EnvSpec
+        >>> env = EnvSpec(K=5, L=2, d=3).build()
+        >>> env.K, env.L, env.d
+        (5, 2, 3)
     """
 
     K: int = 10
@@ -126,6 +145,13 @@ class PriorSpec:
         df: Student-t degrees of freedom.
         a0, b0: inverse-gamma shape and rate (gaussian_unknown_noise).
         nuts: warm-NUTS options as sorted (key, value) pairs (NUTS families).
+        w_prior: "known" or the family of the prior on w (conjugate families).
+        w_location, w_scale: that prior's location and scale.
+
+    Example:
+        >>> from bayesrank.sensitivity import PriorSpec
+        >>> PriorSpec(name="narrow", location=-1.0, scale=0.05).describe()
+        'narrow: gaussian(location=-1, scale=0.05, correlation=0, noise_scale=1)'
     """
 
     name: str
@@ -138,11 +164,33 @@ class PriorSpec:
     a0: float = 2.0
     b0: float = 1.0
     nuts: tuple = field(default_factory=tuple)
+    w_prior: str = "known"
+    w_location: float = 0.0
+    w_scale: float = 5.0
 
     @property
     def is_conjugate(self) -> bool:
-        """True for the closed-form families (vmapped over the grid)."""
-        return self.family in CONJUGATE_FAMILIES
+        """True for the closed-form families with w given (vmapped over the grid)."""
+        return self.family in CONJUGATE_FAMILIES and not self.latent_w
+
+    @property
+    def latent_w(self) -> bool:
+        """True when w is learned (a prior on w instead of the environment's w)."""
+        return self.w_prior != "known"
+
+    def w_distribution(self):
+        """The NumPyro prior on w (batch shape ()), or None when w is known."""
+        import numpyro.distributions as dist
+
+        if not self.latent_w:
+            return None
+        cls = {"normal": dist.Normal, "laplace": dist.Laplace,
+               "cauchy": dist.Cauchy}.get(self.w_prior)
+        if cls is None:
+            raise ValueError(
+                f"w_prior: expected one of {list(W_PRIOR_FAMILIES)}, got {self.w_prior!r}"
+            )
+        return cls(float(self.w_location), float(self.w_scale))
 
     def nuts_options(self, T: int) -> dict:
         """Options for :class:`bayesrank.posteriors.nuts.BayesGLM` (buffer = T)."""
@@ -171,14 +219,26 @@ class PriorSpec:
 
     def describe(self) -> str:
         """A short label naming the hyper-parameters the family uses."""
-        keys = [k for k in PRIOR_KEYS[self.family] if k != "nuts"]
+        keys = [k for k in PRIOR_KEYS[self.family] if k not in ("nuts", *W_KEYS)]
         parts = ", ".join(f"{k}={getattr(self, k):g}" for k in keys)
-        return f"{self.name}: {self.family}({parts})"
+        w = ""
+        if self.latent_w:
+            w = f"; w ~ {self.w_prior}({self.w_location:g}, {self.w_scale:g})"
+        return f"{self.name}: {self.family}({parts}{w})"
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell of the sweep: a prior crossed with an environment."""
+    """One cell of the sweep: a prior crossed with an environment.
+
+    Example:
+        >>> from bayesrank.sensitivity import Cell, EnvSpec, PriorSpec
+        >>> cell = Cell(0, PriorSpec(name="weak", scale=10.0), EnvSpec(K=5))
+        >>> cell.label
+        'weak: gaussian(location=0, scale=10, correlation=0, noise_scale=1) | env 0'
+        >>> Cell.from_dict(cell.to_dict()) == cell
+        True
+    """
 
     index: int
     prior: PriorSpec
@@ -205,6 +265,7 @@ class Cell:
 
     @property
     def label(self) -> str:
+        """The cell's prior and environment in words."""
         return f"{self.prior.describe()} | env {self.env_index}"
 
 
@@ -234,6 +295,16 @@ def build_model(prior: PriorSpec, T: int, hyper=None):
 
     Returns:
         GaussianLinear, GaussianLinearUnknownNoise or BayesGLM.
+
+    Example:
+        >>> from bayesrank.sensitivity import PriorSpec, build_model
+        >>> from bayesrank.sensitivity.grid import conjugate_hyper
+        >>> weak = PriorSpec(name="weak", scale=10.0)
+        >>> type(build_model(weak, T=100, hyper=conjugate_hyper(weak, d=3))).__name__
+        'GaussianLinear'
+        >>> heavy = PriorSpec(name="heavy", family="student_t", df=3.0)
+        >>> type(build_model(heavy, T=100)).__name__                  # sampled by NUTS
+        'BayesGLM'
     """
     if prior.family in CONJUGATE_FAMILIES:
         from bayesrank.posteriors.gaussian import (

@@ -97,6 +97,21 @@ def plot_regret_heatmap(
 
     Returns:
         The matplotlib Figure.
+
+    Example:
+        >>> import tempfile
+        >>> from bayesrank import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> fig = sens.plot_regret_heatmap(ds)
+        >>> len(fig.axes) >= 1
+        True
+        >>> out.cleanup()
     """
     import matplotlib.pyplot as plt
 
@@ -175,6 +190,21 @@ def plot_regret_curves(ds, path=None, ax=None):
 
     Returns:
         The matplotlib Figure.
+
+    Example:
+        >>> import tempfile
+        >>> from bayesrank import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> fig = sens.plot_regret_curves(ds)
+        >>> len(fig.axes[0].lines) >= 2                       # one curve per cell
+        True
+        >>> out.cleanup()
     """
     import matplotlib.pyplot as plt
 
@@ -275,6 +305,21 @@ def diagnostics_table(ds, threshold: float | None = None, share: float = FLAG_SH
 
     Returns:
         pandas.DataFrame.
+
+    Example:
+        >>> import tempfile
+        >>> from bayesrank import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> table = sens.diagnostics_table(ds)
+        >>> len(table), "rhat_max" in table.columns, "diagnosis" in table.columns
+        (2, True, True)
+        >>> out.cleanup()
     """
     import pandas as pd
 
@@ -322,6 +367,20 @@ def plot_psense(ds, path=None, threshold: float | None = None):
 
     Returns:
         The matplotlib Figure.
+
+    Example:
+        >>> import tempfile
+        >>> from bayesrank import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> len(sens.plot_psense(ds).axes)                    # prior, likelihood
+        2
+        >>> out.cleanup()
     """
     import matplotlib.pyplot as plt
 

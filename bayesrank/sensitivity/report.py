@@ -36,6 +36,21 @@ def summary_table(ds):
     Returns:
         pandas.DataFrame with columns cell, label, regret_mean, one column per
         quantile, settled (fraction of runs that settled before T), settle_median.
+
+    Example:
+        >>> import tempfile
+        >>> from bayesrank import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> table = sens.summary_table(ds)
+        >>> len(table), list(table.columns[:3])
+        (2, ['cell', 'label', 'regret_mean'])
+        >>> out.cleanup()
     """
     import pandas as pd
 
@@ -66,6 +81,20 @@ def write_report(ds, out) -> Path:
 
     Returns:
         The path of report.md.
+
+    Example:
+        >>> import tempfile
+        >>> from bayesrank import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> sens.write_report(ds, out.name).name
+        'report.md'
+        >>> out.cleanup()
     """
     import matplotlib
 

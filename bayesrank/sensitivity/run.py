@@ -180,8 +180,21 @@ def posterior_diagnostics(dt, var_name: str = "theta") -> dict[str, np.ndarray]:
 
     Returns:
         dict of (p,) arrays ``rhat`` (rank-normalised), ``ess_bulk``, ``ess_tail``,
-        ``mcse_mean``, ``psense_prior``, ``psense_likelihood``, and ``divergences``
-        (int, the count of divergent transitions).
+        ``mcse_mean``, ``psense_prior``, ``psense_likelihood`` (NaN when the tree
+        has no log_likelihood group), and ``divergences`` (int, the count of
+        divergent transitions).
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> from bayesrank.sensitivity import posterior_diagnostics
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=2, d=3)
+        >>> ts = br.RankTS(items=env.items, w=env.w, seed=0)
+        >>> for t in range(20):
+        ...     items = ts.select()
+        ...     ts.update(items, env.sample(jax.random.key(t), items))
+        >>> diag = posterior_diagnostics(ts.posterior(0))
+        >>> diag["rhat"].shape, bool(diag["rhat"].max() < 1.01), diag["divergences"]
+        ((3,), True, 0)
     """
     import arviz as az
 
@@ -192,12 +205,16 @@ def posterior_diagnostics(dt, var_name: str = "theta") -> dict[str, np.ndarray]:
         "ess_tail": az.ess(dt, var_names=v, method="tail"),
         "mcse_mean": az.mcse(dt, var_names=v, method="mean"),
         "psense_prior": az.psense(dt, var_names=v, group="prior"),
-        "psense_likelihood": az.psense(dt, var_names=v, group="likelihood"),
     }
+    if "log_likelihood" in dt.children:
+        out["psense_likelihood"] = az.psense(dt, var_names=v, group="likelihood")
     res = {
         k: np.atleast_1d(np.asarray(_as_dataset(x)[var_name].values, float))
         for k, x in out.items()
     }
+    # a posterior with no pointwise likelihood (latent w: theta and w are drawn
+    # from the collapsed posterior) has no likelihood sensitivity to report
+    res.setdefault("psense_likelihood", np.full_like(res["psense_prior"], np.nan))
     res["divergences"] = int(np.asarray(dt["sample_stats"]["diverging"]).sum())
     return res
 
@@ -212,6 +229,13 @@ def settle_round(regret: np.ndarray, best_value: float) -> np.ndarray:
     Returns:
         For each run the count of rounds before the optimal value is played in every
         remaining round; T when the last round is not optimal.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.sensitivity import settle_round
+        >>> regret = np.array([[1.0, 0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.2]])
+        >>> settle_round(regret, best_value=3.0).tolist()
+        [3, 5]
     """
     regret = np.asarray(regret)
     tol = 1e-9 * max(1.0, abs(float(best_value)))
@@ -301,6 +325,38 @@ def _compute_conjugate(cells: list[Cell], s: SweepSettings) -> list[dict]:
     return out
 
 
+def _compute_latent(cell: Cell, s: SweepSettings) -> dict:
+    """A conjugate cell whose RankTS learns w (``w_prior``), runs vmapped."""
+    from bayesrank.policies import features
+    from bayesrank.policies.ts import RankTS
+    from bayesrank.posteriors.base import update_many
+
+    start = time.perf_counter()
+    env = cell.env.build()
+    base = build_model(cell.prior, s.T, conjugate_hyper(cell.prior, env.d))
+    policy = RankTS(model=base, items=env.items, L=env.L,
+                    w=cell.prior.w_distribution(), v0=env.v0, seed=0)
+    model = policy.model  # the LatentW over the pair features
+    best = jnp.asarray(env.best_value)
+    run = _play(policy.core, env, s.T, best)
+    state0 = policy.state
+    play = jax.jit(jax.vmap(lambda pk, nk: run(state0, pk, nk)[1:]))
+    regret, items, rewards = (np.asarray(a) for a in play(*_keys(s)))
+
+    @jax.jit
+    def replay_j(it, rw, c):
+        x = features.pair_features(env.items, it, env.v0)
+        valid = jnp.broadcast_to((jnp.arange(s.T) < c)[:, None], rw.shape)
+        return update_many(model, model.init(env.L, 2 * env.d), x, rw, valid)
+
+    def replay(it, rw, c):
+        return replay_j(jnp.asarray(it), jnp.asarray(rw), c)
+
+    arrays, trees, positions = _diagnose(cell, model, replay, items, rewards, s, env)
+    return _result(regret, float(env.best_value), arrays, trees, positions,
+                   np.zeros((s.runs, env.L), np.int64), time.perf_counter() - start)
+
+
 def _compute_nuts(cell: Cell, s: SweepSettings) -> dict:
     from bayesrank.policies.ts import RankTS
 
@@ -352,7 +408,7 @@ def compute_payload(payload: dict) -> list[dict]:
     Args:
         payload: ``{"cells": [Cell.to_dict(), ...], "settings": SweepSettings dict,
             "x64": bool}``; conjugate batches share one family and environment, a
-            NUTS batch holds one cell.
+            NUTS or latent-w batch holds one cell.
 
     Returns:
         One result dict per cell (NumPy arrays, plus DataTrees when posteriors are
@@ -368,7 +424,8 @@ def compute_payload(payload: dict) -> list[dict]:
     cells = [Cell.from_dict(c) for c in payload["cells"]]
     if cells[0].prior.is_conjugate:
         return _compute_conjugate(cells, s)
-    return [_compute_nuts(c, s) for c in cells]
+    return [(_compute_latent if c.prior.latent_w else _compute_nuts)(c, s)
+            for c in cells]
 
 
 # ----------------------------------------------------------------------- store
@@ -386,6 +443,9 @@ def _cell_coords(cell: Cell, key: str) -> dict:
         "df": p.df,
         "a0": p.a0,
         "b0": p.b0,
+        "w_prior": p.w_prior,
+        "w_location": p.w_location,
+        "w_scale": p.w_scale,
         "env_index": cell.env_index,
         "env_K": e.K,
         "env_L": e.L,
@@ -449,6 +509,15 @@ class SweepStore:
 
     Args:
         root: the output folder.
+
+    Example:
+        >>> import tempfile, xarray as xr
+        >>> from bayesrank.sensitivity import SweepStore
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     store = SweepStore(folder)
+        ...     _ = store.write("abc", xr.Dataset({"x": ("i", [1.0, 2.0])}))
+        ...     store.has("abc"), store.load("abc")["x"].values.tolist()
+        (True, [1.0, 2.0])
     """
 
     def __init__(self, root):
@@ -456,6 +525,7 @@ class SweepStore:
         self.cells_dir = self.root / "cells"
 
     def path(self, key: str) -> Path:
+        """The NetCDF file of the cell ``key``."""
         return self.cells_dir / f"{key}.nc"
 
     def has(self, key: str) -> bool:
@@ -472,12 +542,14 @@ class SweepStore:
         return final
 
     def load(self, key: str):
+        """The stored cell ``key`` as an ``xarray.Dataset`` (read into memory)."""
         import xarray as xr
 
         with xr.open_dataset(self.path(key)) as ds:
             return ds.load()
 
     def write_posteriors(self, key: str, trees: dict) -> None:
+        """Write the cell's diagnosed posteriors, ``{name: DataTree}``, as NetCDF."""
         folder = self.root / "posteriors" / key
         folder.mkdir(parents=True, exist_ok=True)
         for name, dt in trees.items():
@@ -489,7 +561,7 @@ class SweepStore:
 
 def _batches(pending: list[Cell], s: SweepSettings):
     """Units of work: conjugate cells grouped by (family, environment) and cut into
-    ``batch_cells`` (0: whole groups), NUTS cells one by one.
+    ``batch_cells`` (0: whole groups), NUTS and latent-w cells one by one.
 
     The batches depend on the settings only, never on the executor: a vmapped batch
     rounds slightly differently from a smaller one, and rank-based diagnostics
@@ -569,10 +641,23 @@ def run_sweep(
         ``xarray.Dataset`` over ``cell`` (also written to ``out/results.nc``).
 
     Example:
-        >>> from bayesrank.sensitivity import parse_config
-        >>> spec = parse_config({"sweep": {"T": 50, "runs": 2},
-        ...                      "priors": {"weak": {"scale": [1.0, 10.0]}}})
-        >>> ds = run_sweep(spec, "sweep-out", progress=False)  # doctest: +SKIP
+        A tiny sweep (two priors, 10 rounds, 2 runs, diagnostics at round 10):
+
+        >>> import tempfile
+        >>> from bayesrank import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> ds.sizes["cell"], ds["final_regret"].shape          # (cell, run)
+        (2, (2, 2))
+        >>> again = sens.run_sweep(spec, out.name, progress=False)   # from the store
+        >>> bool((again["final_regret"] == ds["final_regret"]).all())
+        True
+        >>> out.cleanup()
     """
     from bayesrank.sensitivity.executors import make_executor
 

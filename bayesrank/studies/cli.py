@@ -12,17 +12,22 @@ from pathlib import Path
 __all__ = ["STUDIES", "add_parser", "run"]
 
 #: study name -> one-line help
-STUDIES = {"obd": "the paper's algorithms on Open Bandit Dataset items"}
+STUDIES = {
+    "obd": "the paper's algorithms on Open Bandit Dataset items",
+    "ope": "off-policy estimators against an exact truth (bias, RMSE, coverage)",
+}
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """Add the ``study`` subcommand to ``sub`` (an argparse subparsers action)."""
     st = sub.add_parser(
         "study",
-        help="studies on real items (obd)",
+        help="studies beyond the paper (obd, ope)",
         description="Studies beyond the paper. obd: "
         + STUDIES["obd"]
-        + "; writes regret.png, results.nc and report.md to --out.",
+        + "; writes regret.png, results.nc and report.md to --out. ope: "
+        + STUDIES["ope"]
+        + "; writes rmse.png, coverage.png, results.nc and report.md to --out.",
     )
     st.add_argument("name", choices=sorted(STUDIES), help="which study")
     st.add_argument(
@@ -45,4 +50,10 @@ def run(args) -> None:
 
         run_obd_study(
             args.out or Path("bayesrank-study-obd"), quick=args.quick, seed=args.seed
+        )
+    elif args.name == "ope":
+        from bayesrank.studies.ope_study import run_ope_study
+
+        run_ope_study(
+            args.out or Path("bayesrank-study-ope"), quick=args.quick, seed=args.seed
         )

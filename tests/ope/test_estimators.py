@@ -9,6 +9,8 @@ import pytest
 
 import bayesrank as br
 from bayesrank.ope import (
+    DEFAULT_ESTIMATORS,
+    ESTIMATORS,
     UniformLogger,
     cascade_ips,
     collect,
@@ -154,6 +156,18 @@ def test_estimates_equal_numpy_formulas(logs, self_normalised):
         np.testing.assert_allclose(est.estimate, ref[name][0], rtol=1e-10)
 
 
+def test_deterministic_false_on_a_fixed_list_gives_the_exact_estimates(logs):
+    """Told to draw (deterministic=False), a fixed list's Monte Carlo frequencies
+    are exactly its 0/1 probabilities: the estimates equal the NumPy formulas."""
+    log = logs[0].isel(round=slice(0, 3000))
+    res = evaluate(log, FixedList(TARGET), n_draws=50, deterministic=False,
+                   estimators=["list_ips", "position_ips", "cascade_ips", "pair_ips"])
+    assert res.attrs["deterministic"] == 0
+    for name, (est, se) in _reference(log, TARGET).items():
+        np.testing.assert_allclose(float(res.estimate.sel(estimator=name)), est,
+                                   rtol=1e-10)
+
+
 def test_pair_ips_function_rejects_a_wrong_shape():
     with pytest.raises(ValueError, match="^pi_pair:"):
         pair_ips(np.zeros((4, 3)), np.ones((4, 2)), np.ones((4, 3)))
@@ -204,5 +218,60 @@ def test_a_rank_ts_target_is_evaluated_frozen(env, logs):
 def test_evaluate_names_a_missing_pscore(logs):
     with pytest.raises(ValueError, match="^pscore_pair:"):
         evaluate(logs[0].drop_vars("pscore_pair"), FixedList(TARGET))
-    with pytest.raises(ValueError, match="^estimators:"):
-        evaluate(logs[0], FixedList(TARGET), estimators=["dm"])
+    with pytest.raises(ValueError, match="^pscore_pair:"):
+        evaluate(logs[0].drop_vars("pscore_pair"), FixedList(TARGET), ["dm", "pair_dr"])
+    # dm needs no propensity at all
+    res = evaluate(logs[0].drop_vars([v for v in logs[0].data_vars if "pscore" in v]),
+                   FixedList(TARGET), ["dm"])
+    assert np.isfinite(res.estimate.values).all()
+
+
+def test_the_default_estimators_are_the_design_tuple_and_all_registered(results):
+    design = ("dm", "list_ips", "position_ips", "cascade_ips", "pair_ips", "pair_dr")
+    assert DEFAULT_ESTIMATORS == design
+    assert tuple(results[0].estimator.values) == design
+    assert set(design) <= set(ESTIMATORS)
+    for event, fn in ESTIMATORS.values():
+        assert callable(fn) and event in (None, "list", "position", "pair", "cascade")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"estimators": ["nope"]}, "^estimators:"),
+        ({"estimators": []}, "^estimators:"),
+        ({"ci": "student"}, "^ci:"),
+        ({"ci": None}, "^ci:"),
+        ({"n_boot": 0}, "^n_boot:"),
+        ({"n_boot": -5}, "^n_boot:"),
+        ({"n_boot": 2.5}, "^n_boot:"),
+        ({"seed": -1}, "^seed:"),
+        ({"ridge": 0.0}, "^ridge:"),
+        ({"ridge": np.nan}, "^ridge:"),
+        ({"ridge": -1.0}, "^ridge:"),
+        ({"items": np.zeros((K, 4))}, "^items:"),
+        ({"items": np.zeros((K - 1, 5))}, "^items:"),
+        ({"items": np.full((K, 5), np.nan)}, "^items:"),
+        ({"n_draws": 0}, "^n_draws:"),
+        ({"n_batches": 0}, "^n_batches:"),
+    ],
+)
+def test_bad_arguments_of_evaluate_are_named_and_leave_the_target_unchanged(
+    env, logs, kwargs, match
+):
+    ts = br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=0)
+    before, t0 = _leaves(ts), ts.t
+    with pytest.raises((ValueError, TypeError), match=match):
+        evaluate(logs[0].isel(round=slice(0, 500)), ts, **kwargs)
+    assert ts.t == t0
+    assert all(np.array_equal(b, a) for b, a in zip(before, _leaves(ts)))
+
+
+def test_a_bootstrap_evaluation_leaves_a_rank_ts_target_unchanged(env, logs):
+    ts = br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=0)
+    before, t0 = _leaves(ts), ts.t
+    res = evaluate(logs[0].isel(round=slice(0, 1000)), ts, n_draws=100, ci="bootstrap",
+                   n_boot=50)
+    assert ts.t == t0
+    assert all(np.array_equal(b, a) for b, a in zip(before, _leaves(ts)))
+    assert (res.ci_low < res.ci_high).all()

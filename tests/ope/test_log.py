@@ -20,6 +20,7 @@ def good(**over):
         "pscore_position": np.full((N, L), 1 / K),
         "pscore_pair": np.full((N, L), 1 / K**2),
         "pscore_cascade": np.full((N, L), 1 / K),
+        "items": rng.normal(size=(K, D)),
     }
     kw.update(over)
     return kw
@@ -32,7 +33,9 @@ def test_a_valid_log_has_the_documented_layout():
     assert ds["lists"].dims == ("round", "position")
     assert ds["v0"].dims == ("round", "dim")
     assert ds["pscore_list"].dims == ("round",)
-    assert dict(ds.sizes) == {"round": N, "position": L, "dim": D}
+    assert dict(ds.sizes) == {"round": N, "position": L, "dim": D, "item": K}
+    assert ds["items"].dims == ("item", "dim")
+    np.testing.assert_array_equal(ds["items"].values, kw["items"])
     np.testing.assert_array_equal(ds["lists"].values, kw["lists"])
     assert np.isnan(ds["rewards"].values[1, 2])
 
@@ -44,7 +47,7 @@ def test_a_shared_v0_is_broadcast():
 
 def test_pscores_are_optional():
     kw = good()
-    ds = as_log(kw["lists"], kw["rewards"], kw["v0"])
+    ds = as_log(kw["lists"], kw["rewards"], kw["v0"])  # no pscores, no items
     assert set(ds.data_vars) == {"lists", "rewards", "v0"}
 
 
@@ -65,6 +68,12 @@ BAD = [
     ("pscore_position", {"pscore_position": np.full((N, L), np.nan)}, ValueError),
     ("pscore_pair", {"pscore_pair": np.full((N, L), -0.1)}, ValueError),
     ("pscore_cascade", {"pscore_cascade": np.full((N, L - 1), 0.5)}, ValueError),
+    ("items", {"items": np.zeros((K, D + 1))}, ValueError),  # d differs from v0's
+    ("items", {"items": np.zeros((K - 1, D))}, ValueError),  # rows differ from K
+    ("items", {"items": np.full((K, D), np.nan)}, ValueError),
+    ("items", {"items": np.full((K, D), np.inf)}, ValueError),
+    ("items", {"items": np.zeros(K)}, ValueError),
+    ("items", {"items": np.full((K, D), "a")}, TypeError),
 ]
 
 
@@ -75,7 +84,15 @@ def test_bad_inputs_name_the_variable(name, over, exc):
 
 
 def test_indices_above_K_pass_when_K_is_unknown():
-    as_log(**good(lists=np.full((N, L), K + 3)))
+    kw = good(lists=np.full((N, L), K + 3))
+    del kw["items"]
+    as_log(**kw)
+
+
+def test_items_set_K_and_must_cover_the_lists():
+    assert as_log(**good()).attrs["K"] == K
+    with pytest.raises(ValueError, match="^items:"):
+        as_log(**good(lists=np.full((N, L), K)))  # K rows, item index K used
 
 
 # the bad values a Dataset can hold under the log's dims (same shape, numeric)

@@ -80,7 +80,8 @@ def test_collect_makes_a_checked_log_with_exact_propensities():
     logger = EpsilonGreedyLogger(lambda v0: np.array([1, 2, 3]), 8, 3, 0.5)
     log = collect(env, logger, 500, seed=4)
     check_log(log, K=8)
-    assert dict(log.sizes) == {"round": 500, "position": 3, "dim": 5}
+    assert dict(log.sizes) == {"round": 500, "position": 3, "dim": 5, "item": 8}
+    np.testing.assert_array_equal(log["items"].values, np.asarray(env.items, float))
     np.testing.assert_allclose(log["v0"].values, np.tile(np.asarray(env.v0), (500, 1)))
     shown_base = (log["lists"].values == [1, 2, 3]).all(axis=1)
     np.testing.assert_allclose(log["pscore_list"].values,

@@ -1,0 +1,262 @@
+"""The target policy's lists: drawn once per distinct context, frozen, and turned
+into the probabilities of each logged list's events."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesrank.ope._common import positive_int
+
+__all__ = ["TargetDraws", "draw_target", "target_probabilities", "true_value"]
+
+EVENTS = ("position", "pair", "cascade")
+
+
+@contextlib.contextmanager
+def _frozen(target):
+    """Restore the target's ``state`` and round counter ``t`` afterwards: drawing
+    lists never changes what the target has learnt (nothing calls ``update``)."""
+    saved = {a: getattr(target, a) for a in ("state", "t") if hasattr(target, a)}
+    try:
+        yield
+    finally:
+        for a, v in saved.items():
+            with contextlib.suppress(AttributeError):
+                setattr(target, a, v)
+
+
+def _draw(target, v0, m: int) -> np.ndarray:
+    out = np.asarray(target.select_batch(v0=np.repeat(v0[None], m, 0)))
+    if out.ndim != 2 or out.shape[0] != m:
+        raise ValueError(f"target: select_batch returned shape {out.shape}, expected ({m}, L)")
+    return out
+
+
+class TargetDraws(NamedTuple):
+    """The target's lists for a log, drawn once per distinct context.
+
+    Attributes:
+        contexts: (G, d) the distinct v0 rows of the log.
+        inverse: (n,) the context group of each round.
+        lists: (G, m, L) the target's lists per group (m = 1 when deterministic).
+        deterministic: whether the target's lists are deterministic given v0.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import as_log, draw_target
+        >>> class Fixed:
+        ...     def select_batch(self, v0):
+        ...         return np.tile([1, 0], (len(v0), 1))
+        >>> log = as_log(np.array([[0, 1], [1, 1]]), np.ones((2, 2)), np.zeros(2))
+        >>> draws = draw_target(log, Fixed())
+        >>> draws.lists.shape, draws.deterministic
+        ((1, 1, 2), True)
+    """
+
+    contexts: np.ndarray  # (G, d)
+    inverse: np.ndarray  # (n,)
+    lists: np.ndarray  # (G, m, L)
+    deterministic: bool
+
+
+def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws:
+    """Draw the target's lists once per distinct v0 of the log, frozen.
+
+    Rounds are grouped by identical v0 rows; the target draws ``n_draws`` lists per
+    group when random (RankTS), one list when deterministic. Its state and round
+    counter are restored afterwards and ``update`` is never called.
+
+    Args:
+        log: the log Dataset (lists, v0).
+        target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` lists.
+        n_draws: Monte Carlo draws per distinct v0 for a random target.
+        deterministic: whether the target's lists are deterministic given v0; None:
+            judged from the first v0's ``n_draws`` draws (all equal: deterministic).
+
+    Returns:
+        :class:`TargetDraws`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import as_log, draw_target
+        >>> class Coin:
+        ...     rng = np.random.default_rng(0)
+        ...     def select_batch(self, v0):
+        ...         return self.rng.integers(0, 2, (len(v0), 1))
+        >>> log = as_log(np.array([[0], [1]]), np.ones((2, 1)), np.zeros(2))
+        >>> draw_target(log, Coin(), n_draws=50).lists.shape
+        (1, 50, 1)
+    """
+    n_draws = positive_int(n_draws, "n_draws")
+    lists = np.asarray(log["lists"].values)
+    v0s = np.asarray(log["v0"].values, float)
+    L = lists.shape[1]
+    uniq, inv = np.unique(v0s, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    with _frozen(target):
+        if deterministic is None:
+            first = _draw(target, uniq[0], n_draws)
+            deterministic = bool((first == first[0]).all())
+        else:
+            first = None
+        if deterministic:
+            one = np.asarray(target.select_batch(v0=uniq))
+            if one.shape != (len(uniq), L):
+                raise ValueError(
+                    f"target: select_batch returned shape {one.shape}, expected "
+                    f"({len(uniq)}, {L})"
+                )
+            draws = one[:, None, :]
+        else:
+            if first is None:  # deterministic=False was given: nothing drawn yet
+                first = _draw(target, uniq[0], n_draws)
+            draws = [first] + [_draw(target, uniq[g], n_draws) for g in range(1, len(uniq))]
+            for D in draws:
+                if D.shape[1] != L:
+                    raise ValueError(
+                        f"target: lists of length {D.shape[1]}, the log's have {L}"
+                    )
+            draws = np.stack(draws)
+    if draws.dtype.kind not in "iu":
+        raise TypeError(f"target: select_batch returned dtype {draws.dtype}, expected int")
+    return TargetDraws(uniq, inv, draws.astype(np.int64), bool(deterministic))
+
+
+def _event_columns(L: int):
+    """(event, l, columns) of every event the estimators use."""
+    for l in range(L):
+        yield "position", l, [l]
+        yield "pair", l, [l - 1, l] if l else [0]
+        yield "cascade", l, list(range(l + 1))
+
+
+def _frequencies(draws, logged, cols, batch, B):
+    """P(event) of each logged row: over all draws (n_g,) and per batch (B, n_g)."""
+    m = draws.shape[0]
+    keys = np.concatenate([draws[:, cols], logged[:, cols]])
+    base = int(keys.max()) + 1
+    if len(cols) * np.log2(max(base, 2)) < 62:  # rows as one int64 each: a fast 1-d unique
+        keys = keys @ (base ** np.arange(len(cols), dtype=np.int64))
+        _, inv = np.unique(keys, return_inverse=True)
+    else:
+        _, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    U = int(inv.max()) + 1
+    counts = np.bincount(batch * U + inv[:m], minlength=B * U).reshape(B, U)
+    sizes = np.bincount(batch, minlength=B)
+    full = counts.sum(axis=0)[inv[m:]] / m
+    per_batch = counts[:, inv[m:]] / sizes[:, None]
+    return full, per_batch
+
+
+def n_batches_of(draws: TargetDraws, n_batches: int) -> int:
+    """The number of Monte Carlo batches: 1 for a deterministic target."""
+    m = draws.lists.shape[1]
+    return 1 if draws.deterministic else max(1, min(int(n_batches), m))
+
+
+def probabilities_from_draws(lists, draws: TargetDraws, n_batches: int = 10):
+    """``(probs, batch_probs)`` of :func:`target_probabilities` from drawn lists.
+
+    Draw j of each group belongs to batch ``j % B``.
+    """
+    lists = np.asarray(lists)
+    n, L = lists.shape
+    B = n_batches_of(draws, n_batches)
+    probs = {"list": np.zeros(n), **{e: np.zeros((n, L)) for e in EVENTS}}
+    batch = {"list": np.zeros((B, n)), **{e: np.zeros((B, n, L)) for e in EVENTS}}
+    bid = np.arange(draws.lists.shape[1]) % B
+    for g, D in enumerate(draws.lists):  # one pass per distinct v0, not per round
+        rows = np.flatnonzero(draws.inverse == g)
+        if rows.size == 0:
+            continue
+        for event, l, cols in _event_columns(L):
+            full, per = _frequencies(D, lists[rows], cols, bid, B)
+            probs[event][rows, l] = full
+            batch[event][:, rows, l] = per
+    probs["list"] = probs["cascade"][:, -1].copy()
+    batch["list"] = batch["cascade"][:, :, -1].copy()
+    return probs, batch
+
+
+def target_probabilities(
+    log, target, *, n_draws=1000, n_batches=10, deterministic=None, return_draws=False
+):
+    """The target's probabilities of each logged list's events.
+
+    Rounds are grouped by identical v0 rows; the target draws once per distinct v0
+    (:func:`draw_target`): ``n_draws`` lists for a random target (RankTS), one list
+    for a deterministic one (an exact 0/1 probability). The target is frozen: its
+    state and round counter are restored afterwards and ``update`` is never called.
+
+    Args:
+        log: the log Dataset (lists, v0).
+        target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` lists.
+        n_draws: Monte Carlo draws per distinct v0 for a random target.
+        n_batches: the draws are split into this many batches (for the Monte Carlo
+            error of the estimates).
+        deterministic: whether the target's lists are deterministic given v0; None:
+            judged from the first v0's ``n_draws`` draws (all equal: deterministic).
+        return_draws: also return the :class:`TargetDraws` (so that they can be
+            reused, e.g. by the direct method, without drawing twice).
+
+    Returns:
+        ``(probs, batch_probs, deterministic)`` (and the draws last with
+        ``return_draws``): probs maps "list" to (n,) and "position", "pair",
+        "cascade" to (n, L); batch_probs the same with a leading batch axis (B, ...).
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import as_log, target_probabilities
+        >>> class Fixed:
+        ...     def select_batch(self, v0):
+        ...         return np.tile([1, 0], (len(v0), 1))
+        >>> log = as_log(np.array([[1, 0], [1, 1]]), np.ones((2, 2)), np.zeros(2))
+        >>> probs, _, det = target_probabilities(log, Fixed())
+        >>> probs["list"], probs["position"][1], det
+        (array([1., 0.]), array([1., 0.]), True)
+    """
+    draws = draw_target(log, target, n_draws=n_draws, deterministic=deterministic)
+    probs, batch = probabilities_from_draws(log["lists"].values, draws, n_batches)
+    if return_draws:
+        return probs, batch, draws.deterministic, draws
+    return probs, batch, draws.deterministic
+
+
+def true_value(env, target, v0=None, n_draws=1000) -> float:
+    """The target's expected total reward in ``env`` for a request with context v0.
+
+    Exact (``env.expected_reward`` of its list) when the target's ``n_draws`` lists
+    are all equal (a deterministic target), else their Monte Carlo average. The
+    target is frozen as in :func:`evaluate`.
+
+    Args:
+        env: a :class:`bayesrank.RankingEnv`.
+        target: an object with ``select_batch(v0=(B, d)) -> (B, L)``.
+        v0: (d,) the context; None: ``env.v0``.
+        n_draws: lists drawn from the target.
+
+    Examples:
+        >>> import numpy as np
+        >>> import bayesrank as br
+        >>> from bayesrank.ope import true_value
+        >>> env = br.RankingEnv.paper(seed=0, K=5, L=2, d=3)
+        >>> class Fixed:
+        ...     def select_batch(self, v0):
+        ...         return np.tile([1, 0], (len(v0), 1))
+        >>> bool(np.isclose(true_value(env, Fixed()), env.expected_reward([1, 0])))
+        True
+    """
+    if v0 is None:
+        v0 = np.asarray(env.v0, float)
+    else:
+        v0 = np.asarray(v0, float)
+        env = env.with_v0(v0)
+    with _frozen(target):
+        lists = _draw(target, v0, positive_int(n_draws, "n_draws"))
+    if (lists == lists[0]).all():
+        return float(env.expected_reward(lists[0]))
+    return float(np.mean(np.asarray(env.expected_reward(lists))))
