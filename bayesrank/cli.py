@@ -72,6 +72,14 @@ FIGURES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``bayesrank`` command and its subcommands.
+
+    Example:
+        >>> from bayesrank.cli import build_parser
+        >>> args = build_parser().parse_args(["demo", "--runs", "3", "--quick"])
+        >>> args.command, args.runs, args.quick
+        ('demo', 3, True)
+    """
     p = argparse.ArgumentParser(
         prog="bayesrank",
         description=(
@@ -176,6 +184,21 @@ def _unknown_before_command(parser, argv) -> list[str]:
 
 
 def main(argv=None) -> int:
+    """Run the ``bayesrank`` command with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        0 on success. Bad flags and errors of the command exit with code 2 and a
+        one-line message (``SystemExit``), never a traceback.
+
+    Example:
+        >>> from bayesrank.cli import main
+        >>> try:                                   # doctest: +ELLIPSIS
+        ...     main(["--version"])
+        ... except SystemExit as done:
+        ...     print("exit code", done.code)
+        bayesrank ...
+        exit code 0
+    """
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     unknown = _unknown_before_command(parser, argv)

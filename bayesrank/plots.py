@@ -25,6 +25,7 @@ __all__ = [
     "trailing_mean",
 ]
 
+#: The colour of each algorithm, the same in every figure.
 COLORS = {
     "RankTS": "#d62728",
     "RankUCB": "#6a3d9a",
@@ -36,7 +37,8 @@ COLORS = {
     "RankTS (w=0)": "#ff7f0e",
     "RankTS-NUTS": "#8c564b",
 }
-#: (line style, marker) per algorithm: curves drawn on top of each other stay visible.
+#: The line style and marker of each algorithm, so that curves drawn on top of each
+#: other stay visible.
 LINESTYLES = {
     "RankTS": ("-", None),
     "RankUCB": ((0, (6, 2)), "o"),
@@ -53,21 +55,39 @@ _FALLBACK = ["#17becf", "#bcbd22", "#e377c2", "#8c564b", "#ff7f0e", "#9467bd"]
 
 
 def color_for(name: str) -> str:
-    """The colour of an algorithm (stable across figures)."""
+    """The colour of an algorithm (stable across figures).
+
+    Example:
+        >>> from bayesrank.plots import color_for
+        >>> color_for("RankTS"), color_for("my policy") == color_for("my policy")
+        ('#d62728', True)
+    """
     if name in COLORS:
         return COLORS[name]
     return _FALLBACK[sum(map(ord, name)) % len(_FALLBACK)]
 
 
 def style_for(name: str) -> tuple:
-    """The (line style, marker) of an algorithm (stable across figures)."""
+    """The (line style, marker) of an algorithm (stable across figures).
+
+    Example:
+        >>> from bayesrank.plots import style_for
+        >>> style_for("RankTS")
+        ('-', None)
+    """
     if name in LINESTYLES:
         return LINESTYLES[name]
     return _FALLBACK_STYLES[sum(map(ord, name)) % len(_FALLBACK_STYLES)]
 
 
 def band_label(band: str | None, runs: int) -> str | None:
-    """What the shaded band of :func:`regret_curves` shows, in words."""
+    """What the shaded band of :func:`regret_curves` shows, in words.
+
+    Example:
+        >>> from bayesrank.plots import band_label
+        >>> band_label("se", 20)
+        'shaded: mean +- 2 s.e. over 20 runs'
+    """
     if band is None or runs < 2:
         return None
     if band == "quantile":
@@ -116,6 +136,12 @@ def trailing_mean(r, window: int):
 
     Raises:
         ValueError: if ``window`` is not a positive integer.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.plots import trailing_mean
+        >>> trailing_mean(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
+        [1.0, 1.5, 2.5, 3.5]
     """
     if (
         isinstance(window, bool)
@@ -164,6 +190,17 @@ def regret_curves(
 
     Returns:
         The matplotlib Figure.
+
+    Example:
+        >>> import numpy as np, xarray as xr
+        >>> from bayesrank.plots import regret_curves
+        >>> r = np.random.default_rng(0).exponential(size=(2, 3, 50))
+        >>> ds = xr.Dataset({"regret": (("policy", "run", "round"), r)},
+        ...                 coords={"policy": ["RankTS", "RankUCB"],
+        ...                         "round": range(50)})
+        >>> fig = regret_curves(ds, window=5)
+        >>> [line.get_label() for line in fig.axes[0].lines]
+        ['RankTS', 'RankUCB']
     """
     import matplotlib.pyplot as plt
 
@@ -235,6 +272,19 @@ def tightness(ds, bounds: dict, *, policy: str | None = None, ax=None, title=Non
         bounds: ``{label: (T,) array}`` bound values at rounds 1..T (see
             :mod:`bayesrank.model.bounds`).
         policy: restrict to one policy (default: all in ``ds``).
+
+    Returns:
+        The matplotlib Figure.
+
+    Example:
+        >>> import numpy as np, xarray as xr
+        >>> from bayesrank.plots import tightness
+        >>> r = np.random.default_rng(0).exponential(size=(1, 3, 50))
+        >>> ds = xr.Dataset({"regret": (("policy", "run", "round"), r)},
+        ...                 coords={"policy": ["RankUCB"], "round": range(50)})
+        >>> fig = tightness(ds, {"Theorem 1": 10 * np.sqrt(np.arange(1, 51))})
+        >>> [line.get_label() for line in fig.axes[0].lines]
+        ['RankUCB', 'Theorem 1']
     """
     import matplotlib.pyplot as plt
 
@@ -263,7 +313,16 @@ def tightness(ds, bounds: dict, *, policy: str | None = None, ax=None, title=Non
 
 
 def timing_table(rows: list[dict], columns: list[str]) -> str:
-    """A markdown table from a list of dicts."""
+    """A markdown table from a list of dicts.
+
+    Example:
+        >>> from bayesrank.plots import timing_table
+        >>> rows = [{"algorithm": "RankTS", "ms": 0.51234}]
+        >>> print(timing_table(rows, ["algorithm", "ms"]))
+        | algorithm | ms |
+        |---|---|
+        | RankTS | 0.5123 |
+    """
     head = "| " + " | ".join(columns) + " |"
     sep = "|" + "|".join("---" for _ in columns) + "|"
     body = []
@@ -277,7 +336,17 @@ def timing_table(rows: list[dict], columns: list[str]) -> str:
 
 
 def save(fig, path, dpi: int = 150) -> None:
-    """Save a figure as PNG and close it."""
+    """Save a figure as PNG and close it.
+
+    Example:
+        >>> import os, tempfile, matplotlib.pyplot as plt
+        >>> from bayesrank.plots import save
+        >>> fig, ax = plt.subplots()
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     save(fig, os.path.join(folder, "figure.png"))
+        ...     os.listdir(folder)
+        ['figure.png']
+    """
     import matplotlib.pyplot as plt
 
     fig.savefig(path, dpi=dpi)

@@ -44,7 +44,15 @@ __all__ = [
 
 
 class Design(NamedTuple):
-    """The feature design: ``RankingEnv.paper(seed, K, L, d, w_max)``'s items and w."""
+    """The feature design: ``RankingEnv.paper(seed, K, L, d, w_max)``'s items and w.
+
+    Example:
+        >>> import jax
+        >>> Design()
+        Design(K=20, L=2, d=5, w_max=1.0, seed=0)
+        >>> design_features(jax.random.key(0), 4, Design(K=6, L=3, d=2)).shape
+        (4, 3, 2)
+    """
 
     K: int = 20
     L: int = 2
@@ -54,7 +62,23 @@ class Design(NamedTuple):
 
 
 class Generative(NamedTuple):
-    """Prior sampler and reward simulator of one model (pure JAX functions)."""
+    """Prior sampler and reward simulator of one model (pure JAX functions).
+
+    Example:
+        A known truth (theta = 1, noise-free rewards), e.g. to pass to
+        ``run_sbc(..., generative=gen)``:
+
+        >>> import jax, jax.numpy as jnp
+        >>> gen = Generative(
+        ...     prior=lambda key, L, p: {"theta": jnp.ones((L, p))},
+        ...     rewards=lambda key, params, x: jnp.sum(x * params["theta"], axis=-1),
+        ...     description="theta = 1, y = <theta, x>",
+        ... )
+        >>> params = gen.prior(jax.random.key(0), 2, 3)
+        >>> x = jnp.arange(6.0).reshape(1, 2, 3)
+        >>> gen.rewards(jax.random.key(1), params, x).tolist()
+        [[3.0, 12.0]]
+    """
 
     prior: Callable  # (key, L, p) -> dict with "theta" (L, p) and any nuisances
     rewards: Callable  # (key, params, x (..., L, p)) -> y (..., L)
@@ -190,6 +214,13 @@ def generative_for(model) -> Generative:
 
     Raises:
         TypeError: a model whose prior cannot be read (e.g. a custom NumPyro prior).
+
+    Example:
+        >>> from bayesrank.posteriors import GaussianLinear, LaplaceGLM
+        >>> generative_for(GaussianLinear()).description
+        'theta ~ N(0.0, 1.0^2), y ~ N(<theta, x>, 1.0^2)'
+        >>> generative_for(LaplaceGLM(link="logistic", prior_scale=2.0)).description
+        'theta ~ N(0.0, 2.0^2 I), y ~ Bernoulli (logistic link)'
     """
     if callable(getattr(model, "generative", None)):  # e.g. the latent-w adapter
         return model.generative()

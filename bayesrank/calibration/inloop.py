@@ -85,6 +85,16 @@ def bandit_run(key, model, *, T: int, design: Design = Design(),
 
     Returns:
         BanditRun.
+
+    Example:
+        >>> import jax
+        >>> from bayesrank.posteriors import GaussianLinear
+        >>> run = bandit_run(jax.random.key(0), GaussianLinear(), T=5,
+        ...                  design=Design(K=4, L=2, d=2))
+        >>> run.thetas.shape, run.y.shape, run.theta_true.shape
+        ((5, 2, 2), (5, 2), (2, 2))
+        >>> bool(run.adapting.any())  # conjugate draws: no chain to adapt
+        False
     """
     if lists not in ("argmax", "random"):
         raise ValueError(f"lists: expected 'argmax' or 'random', got {lists!r}")
@@ -156,6 +166,21 @@ def run_inloop(
 
     Returns:
         InLoopResult.
+
+    Example:
+        A conjugate model is its own (exact) reference:
+
+        >>> import jax
+        >>> from bayesrank.posteriors import GaussianLinear
+        >>> res = run_inloop(
+        ...     jax.random.key(0), GaussianLinear(), lambda n: GaussianLinear(),
+        ...     rounds=(2, 4), n_runs=3, draws=9, thin_every=1, warmup=0,
+        ...     design=Design(K=4, L=2, d=2),
+        ... )
+        >>> res.rounds, res.ranks.shape, res.M  # ranks: (rounds, runs, L * p)
+        ((2, 4), (2, 3, 4), 9)
+        >>> bool(((res.ranks >= 0) & (res.ranks <= 9)).all())
+        True
     """
     rounds = _check_rounds(rounds)
     T = rounds[-1]

@@ -34,6 +34,12 @@ def rank_of(key, reference, draws):
 
     Returns:
         (...,) int32 ranks in ``{0, ..., M}``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> draws = jnp.array([[0.1, 5.0], [0.5, 6.0], [0.9, 7.0]])  # M = 3
+        >>> rank_of(jax.random.key(0), jnp.array([0.6, 4.0]), draws).tolist()
+        [2, 0]
     """
     reference = jnp.asarray(reference)
     draws = jnp.asarray(draws)
@@ -83,6 +89,14 @@ def pit_from_ranks(ranks, M: int, *, seed: int = 0) -> np.ndarray:
 
     Returns:
         (N, D) float64 values in (0, 1).
+
+    Example:
+        >>> import numpy as np
+        >>> u = pit_from_ranks(np.array([[0, 9], [4, 5]]), M=9)
+        >>> bool(np.all((u > 0) & (u < 1)))
+        True
+        >>> np.floor(u * 10).astype(int).tolist()  # (M + 1) u lies in [rank, rank + 1)
+        [[0, 9], [4, 5]]
     """
     ranks = np.asarray(ranks)
     if np.any(ranks < 0) or np.any(ranks > M):

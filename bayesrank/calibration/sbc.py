@@ -55,6 +55,19 @@ class ScaledDraws:
 
     ``draw`` returns ``mean + factor * (theta - mean)``: with an exact model, the
     posterior sd scaled by ``factor``. Used to show the test has power.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from bayesrank.posteriors import GaussianLinear
+        >>> model = GaussianLinear()
+        >>> wide = ScaledDraws(model, 2.0)
+        >>> state = wide.init(1, 2)
+        >>> key = jax.random.key(0)
+        >>> theta, _ = model.draw(key, state)
+        >>> scaled, _ = wide.draw(key, state)
+        >>> mean = model.mean(state)
+        >>> bool(jnp.allclose(scaled - mean, 2.0 * (theta - mean)))
+        True
     """
 
     def __init__(self, model, factor: float):
@@ -70,12 +83,15 @@ class ScaledDraws:
         return getattr(self.model, name)
 
     def init(self, L, p):
+        """The wrapped model's prior state."""
         return self.model.init(L, p)
 
     def update(self, state, x, y, valid=None):
+        """The wrapped model's update."""
         return self.model.update(state, x, y, valid)
 
     def draw(self, key, state):
+        """A draw of the wrapped model, moved ``factor`` times as far from the mean."""
         theta, state = self.model.draw(key, state)
         m = self.model.mean(state)
         return m + self.factor * (theta - m), state
@@ -143,8 +159,9 @@ def run_sbc(
         key: a JAX PRNG key.
         model: a per-position posterior (the protocol of
             :mod:`bayesrank.posteriors.base`).
-        generative: the simulated truth (default :func:`generative_for(model)`: the
-            model's own prior and likelihood; pass another to misspecify on purpose).
+        generative: the simulated truth (default :func:`generative_for` of
+            ``model``: the model's own prior and likelihood; pass another to
+            misspecify on purpose).
         design: the feature design.
         n_obs: impressions per simulation.
         n_sims: simulations N.
@@ -154,6 +171,17 @@ def run_sbc(
 
     Returns:
         SBCResult.
+
+    Example:
+        >>> import jax
+        >>> from bayesrank.posteriors import GaussianLinear
+        >>> from bayesrank.calibration.generative import Design
+        >>> res = run_sbc(jax.random.key(0), GaussianLinear(), n_obs=5, n_sims=4,
+        ...               draws=9, design=Design(K=4, L=2, d=2))
+        >>> res.ranks.shape, res.M, res.theta.shape  # ranks: (N, L * p)
+        ((4, 4), 9, (4, 2, 2))
+        >>> bool(((res.ranks >= 0) & (res.ranks <= 9)).all())
+        True
     """
     _check_counts(n_obs=n_obs, n_sims=n_sims, draws=draws, thin_every=thin_every,
                   warmup=warmup, batch=batch)

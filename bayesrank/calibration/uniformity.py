@@ -131,6 +131,15 @@ def uniformity_test(
     Returns:
         UniformityResult with the model's p-value, the smallest gamma, and the
         per-coordinate gamma and p-values.
+
+    Example:
+        >>> import numpy as np
+        >>> u = np.random.default_rng(0).uniform(size=(200, 3))
+        >>> res = uniformity_test(u, n_null=500)
+        >>> res.gamma.shape, bool(res.p_value > 0.01)
+        ((3,), True)
+        >>> bool(uniformity_test(u**2, n_null=500).p_value < 0.01)  # skewed: rejected
+        True
     """
     gamma = ecdf_gamma(u, n_eval)
     null = null_gamma(int(np.shape(u)[0]), n_eval, int(n_null), int(seed))

@@ -42,7 +42,7 @@ __all__ = [
     "obd_position_clicks",
 ]
 
-#: the dataset's campaigns
+#: The dataset's campaigns ("all", "men" and "women").
 CAMPAIGNS = ("all", "men", "women")
 #: the logging policies whose files are vendored
 POLICIES = ("random",)
@@ -156,20 +156,43 @@ def obd_items(campaign: str = "all", *, policy: str = "random", d=None) -> np.nd
 
 
 def obd_item_ids(campaign: str = "all", *, policy: str = "random") -> np.ndarray:
-    """(K,) int array: the dataset's ``item_id`` of each row of :func:`obd_items`."""
+    """(K,) int array: the dataset's ``item_id`` of each row of :func:`obd_items`.
+
+    Example:
+        >>> import bayesrank as br
+        >>> ids = br.datasets.obd_item_ids("men")
+        >>> len(ids) == len(br.datasets.obd_items("men")), ids[:3].tolist()
+        (True, [0, 1, 2])
+    """
     _check(campaign, policy)
     return np.array([int(r["item_id"]) for r in _context(campaign, policy)])
 
 
 def obd_feature_names(campaign: str = "all", *, policy: str = "random") -> list[str]:
     """The names of :func:`obd_items`' columns (without PCA), e.g.
-    ``"item_feature_1=<hashed code>"``."""
+    ``"item_feature_1=<hashed code>"``.
+
+    Example:
+        >>> import bayesrank as br
+        >>> names = br.datasets.obd_feature_names("all")
+        >>> len(names) == br.datasets.obd_items("all").shape[1]
+        True
+        >>> names[0].split("=")[0]
+        'item_feature_1'
+    """
     _check(campaign, policy)
     return list(_encoded(campaign, policy)[1])
 
 
 class PositionClicks(NamedTuple):
-    """Impressions and clicks per position in a logged campaign."""
+    """Impressions and clicks per position in a logged campaign.
+
+    Example:
+        >>> import bayesrank as br
+        >>> pc = br.datasets.obd_position_clicks("men")      # a PositionClicks
+        >>> pc.impressions.shape, pc.clicks.shape
+        ((3,), (3,))
+    """
 
     impressions: np.ndarray  # (3,) int, rows at positions 1, 2, 3
     clicks: np.ndarray  # (3,) int, clicks at positions 1, 2, 3
@@ -184,7 +207,14 @@ def obd_log_summary() -> dict:
     """The summary of the uniform-random logs written by ``scripts/obd_vendor.py``:
     per campaign, rows, per-position impressions and clicks, distinct timestamps and
     ``rows_per_timestamp`` ({rows sharing a timestamp: how many timestamps}), and the
-    SHA-256 of the source files (a fresh dict on every call)."""
+    SHA-256 of the source files (a fresh dict on every call).
+
+    Example:
+        >>> import bayesrank as br
+        >>> summary = br.datasets.obd_log_summary()
+        >>> summary["policy"], sorted(summary["campaigns"])
+        ('random', ['all', 'men', 'women'])
+    """
     text = _data_dir().joinpath("log_summary.json").read_text(encoding="utf-8")
     return json.loads(text)
 

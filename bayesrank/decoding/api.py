@@ -31,8 +31,9 @@ def best_list(
         have a finite score).
 
     Raises:
-        ValueError/TypeError: bad shapes, NaN/+inf scores, a bad mask, K < L with
-        ``distinct=True``, or no list with a finite score.
+        ValueError: bad shapes, NaN/+inf scores, a bad mask, K < L with
+            ``distinct=True``, or no list with a finite score.
+        TypeError: scores that are not real numbers, or a mask that is not boolean.
 
     Example:
         >>> import numpy as np, bayesrank as br

@@ -24,12 +24,30 @@ __all__ = ["USERS", "noise_key", "policy_seed", "run_scan", "simulate"]
 
 
 def policy_seed(seed: int, run: int) -> int:
-    """The seed handed to the policy factory for run ``run``."""
+    """The seed handed to the policy factory for run ``run``.
+
+    Example:
+        >>> from bayesrank.experiments import policy_seed
+        >>> policy_seed(0, 1) == policy_seed(0, 1) != policy_seed(0, 2)
+        True
+    """
     return int(np.random.SeedSequence([int(seed), int(run)]).generate_state(1)[0] >> 1)
 
 
 def noise_key(seed: int, run: int):
-    """The environment's noise key of run ``run`` (round t uses ``fold_in(., t)``)."""
+    """The environment's noise key of run ``run`` (round t uses ``fold_in(., t)``).
+
+    Every policy simulated with the same seed sees the same noise in run ``run``
+    (common random numbers).
+
+    Example:
+        >>> import jax, numpy as np
+        >>> from bayesrank.experiments import noise_key
+        >>> keys = [noise_key(0, run) for run in (1, 2)]
+        >>> data = [np.asarray(jax.random.key_data(k)) for k in keys]
+        >>> bool((data[0] != data[1]).any())                   # one stream per run
+        True
+    """
     return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 0x5EED), run)
 
 

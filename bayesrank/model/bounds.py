@@ -119,6 +119,13 @@ def lemma1_width(logdet_ratio, *, lam, delta, m2):
 
     Returns:
         (...) the radius of the confidence ellipsoid in the ``V_t`` norm.
+
+    Example:
+        >>> import math
+        >>> from bayesrank.model.bounds import lemma1_width
+        >>> r = lemma1_width(0.0, lam=1.0, delta=0.1, m2=1.0)  # 1 + sqrt(2 log 10)
+        >>> round(float(r), 4), round(1 + math.sqrt(2 * math.log(10)), 4)
+        (3.146, 3.146)
     """
     r = jnp.maximum(jnp.asarray(logdet_ratio), 0.0)
     return math.sqrt(lam) * m2 + jnp.sqrt(2.0 * math.log(1.0 / delta) + r)
@@ -130,6 +137,12 @@ def logdet_ratio_bound(T, *, d: int, lam: float, M: float) -> np.ndarray:
     Args:
         T: horizons (any shape); d: dimension of V; lam: ridge parameter;
         M: bound on the norm of every feature vector added to V.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.model.bounds import logdet_ratio_bound
+        >>> np.round(logdet_ratio_bound(np.array([0, 10]), d=2, lam=1.0, M=1.0), 4)
+        array([0.    , 3.5835])
     """
     t = _horizon(T)
     d = _int(d, "d")
@@ -186,6 +199,14 @@ def rank_ucb_bound(
 
     Returns:
         The bound, with T's shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.model.bounds import rank_ucb_bound
+        >>> b = rank_ucb_bound(np.array([100, 400]), L=4, d=10, lam=1.0, delta=0.1,
+        ...                    m1=1.0, m2=1.0, w_max=1.0)
+        >>> b.shape, bool(b[1] / b[0] < 4)          # sublinear: about sqrt(T) log T
+        ((2,), True)
     """
     t, L, d, lam, delta, c1, c2 = _ucb_args(T, L, d, lam, delta, c1, c2)
     m1, m2 = _pos(m1, "m1", allow_zero=True), _pos(m2, "m2", allow_zero=True)
@@ -232,6 +253,16 @@ def gen_rank_ucb_bound(
         m1: bound on ``||v_i||`` (optional, see above).
         logdet_ratio: measured ``max_l log(det V~_T^l / lam^(2d))``; by default
             its deterministic bound.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.model.bounds import gen_rank_ucb_bound
+        >>> printed = gen_rank_ucb_bound(np.array([1000]), L=4, d=10, lam=1.0,
+        ...                              delta=0.1, m2=1.0, m3=10.0)
+        >>> corrected = gen_rank_ucb_bound(np.array([1000]), L=4, d=10, lam=1.0,
+        ...                                delta=0.1, m2=1.0, m3=10.0, m1=1.0)
+        >>> bool(corrected[0] < printed[0])         # sqrt(2) m1 < 2 m2 here
+        True
     """
     t, L, d, lam, delta, c1, c2 = _ucb_args(T, L, d, lam, delta, c1, c2)
     m2, m3 = _pos(m2, "m2", allow_zero=True), _pos(m3, "m3", allow_zero=True)
@@ -262,6 +293,13 @@ def rank_ts_bound(
         T: horizons (>= 1); L, d: list length and dimension;
         m1: bound on ``||v_i||``; m2: bound on ``||theta^l||`` (> 0);
         w_max: ``max_l |w_l|``.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.model.bounds import rank_ts_bound
+        >>> b = rank_ts_bound(np.arange(1, 1001), L=4, d=10, m1=1.0, m2=1.0, w_max=1.0)
+        >>> b.shape, bool(np.all(np.diff(b) > 0))
+        ((1000,), True)
     """
     t = _horizon(T, min_T=1.0)
     L, d = _int(L, "L"), _int(d, "d")
@@ -296,6 +334,16 @@ def win_rank_ucb_bound(
     Args:
         w_sum_max: ``max_l sum_{i=1}^{S-1} |w_{l,i}|``; the rest as in
             :func:`rank_ucb_bound`.
+
+    Example:
+        With one previous item (S = 2) it is Theorem 1:
+
+        >>> import numpy as np
+        >>> from bayesrank.model.bounds import rank_ucb_bound, win_rank_ucb_bound
+        >>> kw = dict(L=4, d=10, lam=1.0, delta=0.1, m1=1.0, m2=1.0)
+        >>> bool(np.allclose(win_rank_ucb_bound(100, w_sum_max=2.0, **kw),
+        ...                  rank_ucb_bound(100, w_max=2.0, **kw)))
+        True
     """
     return rank_ucb_bound(
         T,
@@ -326,6 +374,14 @@ def link_constants(link: str | Link, z_max: float) -> tuple[float, float]:
 
     Returns:
         ``(c1, c2)`` as floats.
+
+    Example:
+        >>> from bayesrank.model.bounds import link_constants
+        >>> link_constants("identity", 3.0)
+        (1.0, 1.0)
+        >>> c1, c2 = link_constants("logistic", 2.0)    # min f' = f'(2) = 0.105
+        >>> round(c1, 3), c2
+        (0.105, 1.0)
     """
     lk = get_link(link)
     z = _pos(z_max, "z_max", allow_zero=True)
@@ -359,6 +415,13 @@ def w_max_realised(env) -> float:
 
     The paper's generator draws ``w_l ~ Uniform(-w_max, w_max)``; this is the largest
     magnitude actually drawn, which can be far below the sampling range ``w_max``.
+
+    Example:
+        >>> import numpy as np, bayesrank as br
+        >>> from bayesrank.model.bounds import w_max_realised
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4, d=10, w_max=10.0)
+        >>> w_max_realised(env) == float(np.abs(np.asarray(env.w)[1:]).max()) <= 10.0
+        True
     """
     W = active_w(env)
     return float(np.abs(W).max()) if W.size else 0.0
@@ -377,6 +440,13 @@ def instance_constants(env) -> dict:
         ``w_sum_max`` (``max_l sum_i |w_{l,i}|`` over them), and ``c1``, ``c2`` from
         :func:`link_constants` at ``z_max = m2 (1 + w_sum_max) m1`` (the first
         position's link).
+
+    Example:
+        >>> import bayesrank as br
+        >>> from bayesrank.model.bounds import instance_constants
+        >>> c = instance_constants(br.RankingEnv.paper(seed=0, K=10, L=4, d=10))
+        >>> c["L"], c["d"], c["c1"], c["c2"]                  # identity link
+        (4, 10, 1.0, 1.0)
     """
     items = np.asarray(env.items)
     W = active_w(env)

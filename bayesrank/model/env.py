@@ -128,10 +128,13 @@ class RankingEnv:
 
     # -------------------------------------------------------------- pytree protocol
     def tree_flatten(self):
+        """JAX pytree protocol: the arrays (items, theta, w, v0) and the static links
+        and noise."""
         return (self.items, self.theta, self.w, self.v0), (self.links, self.noise)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
+        """JAX pytree protocol: rebuild an environment from :meth:`tree_flatten`."""
         obj = object.__new__(cls)
         obj.items, obj.theta, obj.w, obj.v0 = children
         obj.links, obj.noise = aux
@@ -180,7 +183,8 @@ class RankingEnv:
         return cls(items, theta, w, v0=v0, link=link, noise=noise)
 
     # ---------------------------------------- semi-synthetic: real items, drawn clicks
-    #: positions l >= 2 redraw w_l while |1 + w_l| is below this (see semi_synthetic)
+    #: Positions l >= 2 redraw w_l while ``|1 + w_l|`` is below this (see
+    #: :meth:`semi_synthetic`).
     SEMI_SYNTHETIC_MIN_OFFSET = 0.5
 
     @classmethod
@@ -218,8 +222,9 @@ class RankingEnv:
         * Rewards are Bernoulli clicks with mean ``f(<theta^l, x^l>)``.
 
         Targets (``base_rate=None``): the per-position click rates of the OBD
-        uniform-random log of ``campaign`` (:func:`bayesrank.datasets.
-        obd_position_clicks`); for "all": 13/3322 = 0.00391, 14/3412 = 0.00410,
+        uniform-random log of ``campaign``
+        (:func:`bayesrank.datasets.obd_position_clicks`); for "all": 13/3322 = 0.00391,
+        14/3412 = 0.00410,
         11/3266 = 0.00337 (L must then be 3).
 
         Args:
@@ -317,19 +322,22 @@ class RankingEnv:
     # -------------------------------------------------------------------- shapes
     @property
     def K(self) -> int:
+        """The number of items."""
         return self.items.shape[0]
 
     @property
     def L(self) -> int:
+        """The list length (number of positions)."""
         return self.theta.shape[0]
 
     @property
     def d(self) -> int:
+        """The item feature dimension."""
         return self.items.shape[1]
 
     @property
     def S(self) -> int:
-        """Window size: 2 for pairwise dependence (w of shape (L,))."""
+        """The window size S; 2 for pairwise dependence (w of shape (L,))."""
         return 2 if self.w.ndim == 1 else self.w.shape[1] + 1
 
     @property
@@ -339,6 +347,7 @@ class RankingEnv:
 
     @property
     def link(self):
+        """The link's name, or a tuple of names when positions differ."""
         names = tuple(lk.name for lk in self.links)
         return names[0] if len(set(names)) == 1 else names
 

@@ -29,6 +29,11 @@ def cascade_rewards(first_click, L: int) -> np.ndarray:
 
     Returns:
         (n, L) float array: 0 before the click, 1 at it, NaN (not observed) after.
+
+    Example:
+        >>> import numpy as np, bayesrank as br
+        >>> br.cascade_rewards(np.array([1, -1]), L=3).tolist()
+        [[0.0, 1.0, nan], [0.0, 0.0, 0.0]]
     """
     if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
         raise ValueError(f"L: expected a positive integer, got {L!r}")

@@ -31,6 +31,12 @@ class Link(NamedTuple):
         mean: f, elementwise on arrays.
         deriv: f', elementwise on arrays.
         range: (low, high), the interval f maps into.
+
+    Example:
+        >>> from bayesrank.model.links import get_link
+        >>> link = get_link("probit")
+        >>> link.name, link.range, round(float(link.deriv(0.0)), 4)
+        ('probit', (0.0, 1.0), 0.3989)
     """
 
     name: str
@@ -60,6 +66,7 @@ def _probit_deriv(z):
     return jnp.exp(-0.5 * jnp.square(z)) / math.sqrt(2.0 * math.pi)
 
 
+#: The named links ("identity", "logistic", "probit" and "exp"), by name.
 LINKS: dict[str, Link] = {
     "identity": Link("identity", _identity, _ones, (-math.inf, math.inf)),
     "logistic": Link("logistic", jax.nn.sigmoid, _logistic_deriv, (0.0, 1.0)),
@@ -80,6 +87,15 @@ def get_link(link: str | Link | Callable, *, argname: str = "link") -> Link:
     Raises:
         ValueError: unknown name.
         TypeError: neither a string, a Link nor a callable.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from bayesrank.model.links import get_link
+        >>> float(get_link("logistic").mean(0.0))
+        0.5
+        >>> custom = get_link(jnp.tanh)              # derivative from jax.grad
+        >>> custom.name, float(custom.deriv(0.0))
+        ('custom', 1.0)
     """
     if isinstance(link, Link):
         return link
@@ -103,7 +119,15 @@ def get_link(link: str | Link | Callable, *, argname: str = "link") -> Link:
 
 
 def resolve_links(link, L: int, *, argname: str = "link") -> tuple[Link, ...]:
-    """One link per position: a single link is repeated, a sequence must have L."""
+    """One link per position: a single link is repeated, a sequence must have L.
+
+    Example:
+        >>> from bayesrank.model.links import resolve_links
+        >>> [lk.name for lk in resolve_links("logistic", 3)]
+        ['logistic', 'logistic', 'logistic']
+        >>> [lk.name for lk in resolve_links(["identity", "exp"], 2)]
+        ['identity', 'exp']
+    """
     if isinstance(link, (list, tuple)):
         if len(link) != L:
             raise ValueError(
@@ -115,7 +139,15 @@ def resolve_links(link, L: int, *, argname: str = "link") -> tuple[Link, ...]:
 
 
 def apply_links(links: tuple[Link, ...], z):
-    """Apply the per-position links to z whose axis 0 is the position (L, ...)."""
+    """Apply the per-position links to z whose axis 0 is the position (L, ...).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from bayesrank.model.links import apply_links, resolve_links
+        >>> links = resolve_links(["identity", "logistic"], 2)
+        >>> apply_links(links, jnp.array([2.0, 0.0])).tolist()
+        [2.0, 0.5]
+    """
     if all(lk is links[0] for lk in links):
         return links[0].mean(z)
     return jnp.stack([lk.mean(z[i]) for i, lk in enumerate(links)])

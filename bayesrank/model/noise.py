@@ -46,7 +46,22 @@ def _check_scale(value, name: str, *, allow_zero: bool = True) -> float:
 
 
 class Noise(ABC):
-    """Base class: a reward distribution around an expected reward."""
+    """Base class: a reward distribution around an expected reward.
+
+    A family of your own subclasses it and implements ``sample`` and ``variance``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from bayesrank.model.noise import Noise
+        >>> class Uniform(Noise):
+        ...     name = "uniform"
+        ...     def sample(self, key, mean):      # mean + U(-1, 1)
+        ...         return mean + jax.random.uniform(key, jnp.shape(mean), minval=-1.0)
+        ...     def variance(self, mean):
+        ...         return jnp.full_like(mean, 1.0 / 3.0)
+        >>> Uniform().sample(jax.random.key(0), jnp.zeros(3)).shape
+        (3,)
+    """
 
     name = "noise"
 
@@ -69,7 +84,17 @@ class Noise(ABC):
 
 @dataclass(frozen=True)
 class Gaussian(Noise):
-    """Gaussian noise with standard deviation ``sd`` (the paper's 1-subgaussian case)."""
+    """Gaussian noise with standard deviation ``sd`` (the paper's 1-subgaussian case).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from bayesrank.model.noise import Gaussian
+        >>> noise = Gaussian(0.5)
+        >>> noise.sample(jax.random.key(0), jnp.zeros(4)).shape
+        (4,)
+        >>> float(noise.variance(0.0))
+        0.25
+    """
 
     sd: float = 1.0
     name = "gaussian"
@@ -90,6 +115,11 @@ class Laplace(Noise):
     """Gaussian(sd) plus ``eps`` times a Laplace(0, 1) draw: the robustness study.
 
     The variance is ``sd**2 + 2 * eps**2``.
+
+    Example:
+        >>> from bayesrank.model.noise import Laplace
+        >>> float(Laplace(eps=1.0, sd=1.0).variance(0.0))
+        3.0
     """
 
     eps: float = 0.1
@@ -113,7 +143,14 @@ class Laplace(Noise):
 
 @dataclass(frozen=True)
 class Bernoulli(Noise):
-    """Clicks: reward 1 with probability ``mean``; needs a link with range in [0, 1]."""
+    """Clicks: reward 1 with probability ``mean``; needs a link with range in [0, 1].
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from bayesrank.model.noise import Bernoulli
+        >>> Bernoulli().sample(jax.random.key(0), jnp.array([0.0, 1.0])).tolist()
+        [0.0, 1.0]
+    """
 
     name = "bernoulli"
 
@@ -141,7 +178,15 @@ class Bernoulli(Noise):
 
 @dataclass(frozen=True)
 class Poisson(Noise):
-    """Counts: Poisson(mean); needs a link with non-negative range (exp)."""
+    """Counts: Poisson(mean); needs a link with non-negative range (exp).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from bayesrank.model.noise import Poisson
+        >>> counts = Poisson().sample(jax.random.key(0), jnp.full(5, 3.0))
+        >>> counts.shape, bool((counts >= 0).all()), Poisson().support
+        ((5,), True, 'count')
+    """
 
     name = "poisson"
 
@@ -166,7 +211,14 @@ class Poisson(Noise):
 
 def default_noise(link: Link) -> Noise:
     """DESIGN.md's default family: identity -> Gaussian(1), logistic/probit ->
-    Bernoulli, exp -> Poisson; a custom link gets Gaussian(1)."""
+    Bernoulli, exp -> Poisson; a custom link gets Gaussian(1).
+
+    Example:
+        >>> from bayesrank.model.links import get_link
+        >>> from bayesrank.model.noise import default_noise
+        >>> [default_noise(get_link(n)).name for n in ("identity", "probit", "exp")]
+        ['gaussian', 'bernoulli', 'poisson']
+    """
     if link.name in ("logistic", "probit"):
         return Bernoulli()
     if link.name == "exp":

@@ -20,9 +20,11 @@ items                (item, dim)         the item vectors v_1..v_K           opt
 ===================  ==================  ============================================
 
 Propensities lie in (0, 1]. The attribute ``K`` (the number of items) is set when
-known. :func:`as_log` builds a checked log from arrays and :func:`check_log` checks
-one read back (e.g. from NetCDF, or Parquet through :func:`read_parquet`); both raise
-ValueError/TypeError whose message starts with the variable's name. :func:`collect`
+known. :func:`as_log` builds a checked log from arrays, or from a pandas DataFrame
+in long format (one row per round and position, the layout :func:`to_dataframe`
+returns and Parquet files hold), and :func:`check_log` checks one read back (e.g.
+from NetCDF, or Parquet through :func:`read_parquet`); both raise ValueError/TypeError
+whose message starts with the variable's (or the DataFrame column's) name. :func:`collect`
 makes a log by running a logger (:class:`UniformLogger`,
 :class:`EpsilonGreedyLogger`, :class:`SoftmaxLogger`) in a
 :class:`bayesrank.RankingEnv`; :func:`evaluate` estimates a target policy's value
@@ -59,6 +61,7 @@ from bayesrank.ope.estimators import (
     pair_ips,
     position_ips,
 )
+from bayesrank.ope.frame import to_dataframe
 from bayesrank.ope.log import as_log, check_log
 from bayesrank.ope.loggers import (
     EpsilonGreedyLogger,
@@ -98,6 +101,7 @@ __all__ = [
     "position_ips",
     "read_parquet",
     "target_probabilities",
+    "to_dataframe",
     "to_parquet",
     "true_value",
 ]

@@ -7,6 +7,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+#: The optional propensity variables and their dims.
+PSCORE_VARS = {
+    "pscore_list": ("round",),
+    "pscore_position": ("round", "position"),
+    "pscore_pair": ("round", "position"),
+    "pscore_cascade": ("round", "position"),
+}
+
 #: The 0.975 quantile of the standard normal (the 95 % normal interval).
 Z95 = 1.959963984540054
 

@@ -6,21 +6,15 @@ See :mod:`bayesrank.ope` for the format itself.
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
 import xarray as xr
 
-from bayesrank.ope._common import check_items
+from bayesrank.ope._common import PSCORE_VARS, check_items
 
 __all__ = ["PSCORE_VARS", "as_log", "check_log"]
 
-#: The optional propensity variables and their dims.
-PSCORE_VARS = {
-    "pscore_list": ("round",),
-    "pscore_position": ("round", "position"),
-    "pscore_pair": ("round", "position"),
-    "pscore_cascade": ("round", "position"),
-}
 
 
 def _numeric(x, name: str) -> np.ndarray:
@@ -89,10 +83,19 @@ def _check_pscore(p, name: str, shape) -> np.ndarray:
     return arr
 
 
+def _dataframe(x):
+    """``x`` when it is a pandas DataFrame, else None (pandas is not imported: a
+    DataFrame exists only once pandas has been)."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(x, pd.DataFrame):
+        return x
+    return None
+
+
 def as_log(
     lists,
-    rewards,
-    v0,
+    rewards=None,
+    v0=None,
     pscore_list=None,
     pscore_position=None,
     pscore_pair=None,
@@ -101,10 +104,20 @@ def as_log(
     K=None,
     items=None,
 ) -> xr.Dataset:
-    """A checked log as an :class:`xarray.Dataset` (the format of :mod:`bayesrank.ope`).
+    """A checked log as an :class:`xarray.Dataset` (the format of :mod:`bayesrank.ope`),
+    from arrays or from a pandas DataFrame in long format.
 
     Args:
-        lists: (n, L) int item indices in [0, K) of the shown lists.
+        lists: (n, L) int item indices in [0, K) of the shown lists; or a pandas
+            DataFrame with one row per (round, position), the layout of
+            :func:`~bayesrank.ope.to_dataframe` and of Parquet logs: columns ``round``,
+            ``position``, ``item``, ``reward``, the per-position pscore columns,
+            and the per-round ``pscore_list`` and ``v0_0`` .. ``v0_{d-1}``
+            repeated on the round's rows. Rows may come in any order (rounds are
+            ordered by label; the index is ignored), and the other array
+            arguments must then be left out. ``df.attrs["K"]`` and
+            ``df.attrs["items"]`` (set by ``to_dataframe``) stand in for
+            ``K`` and ``items`` when those are not given.
         rewards: (n, L) float rewards; NaN = position not observed.
         v0: (n, d) each request's context vector, or (d,) shared by every round.
         pscore_list: (n,) the logger's probability of the whole shown list.
@@ -121,7 +134,10 @@ def as_log(
         and the variables above (pscore variables and items only where given).
 
     Raises:
-        ValueError, TypeError: with a message starting with the offending variable.
+        ValueError, TypeError: with a message starting with the offending variable
+            (for a DataFrame, the column when one is missing, unknown, duplicated or
+            of the wrong dtype, when a round lacks a position or has one twice, or
+            when a per-round column differs within a round).
 
     Examples:
         >>> import numpy as np
@@ -134,7 +150,32 @@ def as_log(
         Traceback (most recent call last):
         ...
         ValueError: lists: item indices must lie in [0, K) = [0, 3), got max 5
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"round": [0, 0], "position": [1, 0], "item": [2, 0],
+        ...                    "reward": [0.0, 1.0], "v0_0": [0.5, 0.5]})
+        >>> as_log(df, K=3)["lists"].values.tolist()
+        [[0, 2]]
     """
+    frame = _dataframe(lists)
+    if frame is not None:
+        extra = [name for name, a in (
+            ("rewards", rewards), ("v0", v0), ("pscore_list", pscore_list),
+            ("pscore_position", pscore_position), ("pscore_pair", pscore_pair),
+            ("pscore_cascade", pscore_cascade)) if a is not None]
+        if extra:
+            raise TypeError(
+                f"{', '.join(extra)}: not allowed with a DataFrame, whose columns hold "
+                "them (see bayesrank.ope.to_dataframe for the layout)"
+            )
+        from bayesrank.ope._long import columns_to_arrays
+
+        K = frame.attrs.get("K") if K is None else K
+        items = frame.attrs.get("items") if items is None else items
+        columns = [(c, frame.iloc[:, j].to_numpy()) for j, c in enumerate(frame.columns)]
+        return as_log(**columns_to_arrays(columns), K=K, items=items)
+    missing = [name for name, a in (("rewards", rewards), ("v0", v0)) if a is None]
+    if missing:
+        raise TypeError(f"{', '.join(missing)}: required when lists is an array")
     K = _check_K(K)
     lists_a = _check_lists(lists, K)
     n, L = lists_a.shape
@@ -176,7 +217,7 @@ def check_log(ds, K=None) -> xr.Dataset:
 
     Raises:
         ValueError, TypeError: as :func:`as_log`, the message starting with the
-        variable name (or ``ds`` when it is not a Dataset).
+            variable name (or ``ds`` when it is not a Dataset).
 
     Examples:
         >>> import numpy as np

@@ -162,6 +162,23 @@ class Policy:
     Subclasses set ``K``, ``L``, ``items`` (K, d), ``w``, ``v0``, ``model``, ``mask``,
     ``distinct``, call :meth:`_setup` with the composed core and implement
     ``_config()`` and ``_from_config``.
+
+    Every policy (:class:`~bayesrank.RankTS`, :class:`~bayesrank.RankUCB`, ...) has
+    the methods below: ``select``/``select_batch`` with the request's context,
+    ``update`` (NaN = not observed), ``fit`` from a log, ``add_items``,
+    ``posterior``, ``save``/``load``.
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> from bayesrank.policies import Policy
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> policy = br.RankTS(items=env.items, w=env.w, seed=0)
+        >>> isinstance(policy, Policy)
+        True
+        >>> items = policy.select()                                  # (L,) indices
+        >>> policy.update(items, env.sample(jax.random.key(0), items))
+        >>> policy.t, policy.posterior_mean().shape                  # (L, d)
+        (1, (4, 10))
     """
 
     K: int
@@ -234,7 +251,7 @@ class Policy:
 
     @property
     def t(self) -> int:
-        """The round counter: round t selects with the key ``fold_in(key, t)``."""
+        """The round counter; round t selects with the key ``fold_in(key, t)``."""
         return self._t
 
     @t.setter

@@ -50,6 +50,15 @@ class RankedBaseline(UCBPolicy):
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
         seed: the seed of the Thompson draws (``kind="ts"``).
         m2: bound on ``||theta^l||`` in Lemma 1's width.
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> baseline = br.RankedBaseline(env.items, L=4, kind="ts", seed=0)
+        >>> items = baseline.select()
+        >>> baseline.update(items, env.sample(jax.random.key(0), items))
+        >>> items.shape
+        (4,)
     """
 
     _array_args = ("items", "v0")

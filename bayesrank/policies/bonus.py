@@ -37,7 +37,18 @@ __all__ = [
 
 
 class UCBParams(NamedTuple):
-    """What a UCB selection is built from (enough to rebuild its scores)."""
+    """What a UCB selection is built from (enough to rebuild its scores).
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> core = br.RankUCB(items=env.items, w=env.w, alpha=1.0).core
+        >>> ctx = br.policies.Context(v0=env.v0, mask=jax.numpy.ones(10, bool))
+        >>> state, selection = core.select(jax.random.key(0), core.init(), ctx)
+        >>> params = selection.params                                  # UCBParams
+        >>> params.theta.shape, params.width.shape, params.chol.shape
+        ((4, 10), (4,), (4, 10, 10))
+    """
 
     theta: Any  # (L, p) the estimate theta_hat
     width: Any  # (L,) the radius used, already divided by c1
@@ -45,7 +56,18 @@ class UCBParams(NamedTuple):
 
 
 class BonusRest(NamedTuple):
-    """Positions 2..L of the bonus kind, plus what position 1 reuses."""
+    """Positions 2..L of the bonus kind, plus what position 1 reuses.
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> core = br.RankUCB(items=env.items, w=env.w, alpha=1.0).core
+        >>> ctx = br.policies.Context(v0=env.v0, mask=jax.numpy.ones(10, bool))
+        >>> state, selection = core.select(jax.random.key(0), core.init(), ctx)
+        >>> rest = core.tables.rest(selection.params, state.items)     # BonusRest
+        >>> rest.A.shape, rest.Ua.shape, rest.c.shape
+        ((3, 10), (3, 10, 10), (3,))
+    """
 
     A: Any  # (L-1, K) estimate part of the item at position l
     B: Any  # (L-1, K) estimate part of the item before it

@@ -16,7 +16,16 @@ __all__ = ["Context", "check_mask", "check_v0"]
 
 
 class Context(NamedTuple):
-    """One request's context (arrays only, so it can be vmapped over requests)."""
+    """One request's context (arrays only, so it can be vmapped over requests).
+
+    Example:
+        >>> import bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> policy = br.RankTS(items=env.items, w=env.w)
+        >>> ctx = policy.context(v0=env.items[3])      # a checked Context
+        >>> ctx.v0.shape, ctx.mask.shape
+        ((10,), (10,))
+    """
 
     v0: Any  # (d,) the user's last item vector
     mask: Any  # (Kc,) bool, True where an item may be shown to this request

@@ -38,7 +38,15 @@ __all__ = ["PolicyCore", "PolicyState", "Selection", "compose"]
 
 
 class PolicyState(NamedTuple):
-    """Everything a policy's next step needs."""
+    """Everything a policy's next step needs.
+
+    Example:
+        >>> import bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> state = br.RankTS(items=env.items, w=env.w).core.init()   # a PolicyState
+        >>> state.items.shape, state.active.shape, state.model.n.tolist()
+        ((10, 10), (10,), [0, 0, 0, 0])
+    """
 
     model: Any  # the posterior's state, batched over the L positions
     est: Any  # the estimate's own state (a Gram factor for models without one), or ()
@@ -53,6 +61,15 @@ class Selection(NamedTuple):
         items: (L,) int32, the list to show.
         value: (), its total score under the sampled or optimistic scores.
         params: the estimate behind the scores (a Thompson draw, or UCBParams).
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> core = br.RankTS(items=env.items, w=env.w).core
+        >>> ctx = br.policies.Context(v0=env.v0, mask=jax.numpy.ones(10, bool))
+        >>> state, selection = core.select(jax.random.key(0), core.init(), ctx)
+        >>> selection.items.shape, selection.params.shape          # a Thompson draw
+        ((4,), (4, 10))
     """
 
     items: Any
@@ -61,7 +78,19 @@ class Selection(NamedTuple):
 
 
 class PolicyCore(NamedTuple):
-    """Pure functions of a policy (see the module docstring)."""
+    """Pure functions of a policy (see the module docstring).
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> core = br.RankTS(items=env.items, w=env.w).core          # a PolicyCore
+        >>> ctx = br.policies.Context(v0=env.v0, mask=jax.numpy.ones(10, bool))
+        >>> state, sel = jax.jit(core.select)(jax.random.key(0), core.init(), ctx)
+        >>> rewards = env.sample(jax.random.key(1), sel.items)
+        >>> state = jax.jit(core.update)(state, sel.items, rewards, ctx)
+        >>> state.model.n.tolist()
+        [1, 1, 1, 1]
+    """
 
     init: Callable[[], PolicyState]
     select: Callable[[Any, PolicyState, Context], tuple[PolicyState, Selection]]
@@ -84,6 +113,25 @@ def compose(
         items: (K, d) initial item vectors (the capacity is K; see ``add_items``).
         L: list length; p: feature dimension.
         distinct: forbid repeated items in a list.
+
+    Returns:
+        A :class:`PolicyCore`.
+
+    Example:
+        RankTS with a known w, assembled by hand (what ``br.RankTS`` does):
+
+        >>> import jax, bayesrank as br
+        >>> from bayesrank.policies import Context, Thompson, compose
+        >>> from bayesrank.policies.features import window_features
+        >>> from bayesrank.policies.tables import LinearTables
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> model = br.GaussianLinear()
+        >>> core = compose(model, window_features(env.w[:, None]), Thompson(model),
+        ...                LinearTables(env.w, model.link), env.items, L=4, p=10)
+        >>> ctx = Context(v0=env.v0, mask=jax.numpy.ones(10, bool))
+        >>> state, sel = core.select(jax.random.key(0), core.init(), ctx)
+        >>> sel.items.shape
+        (4,)
     """
     items0 = jnp.asarray(items)
     window = tables.kind == "window"

@@ -31,7 +31,21 @@ __all__ = ["Optimistic", "Thompson"]
 
 
 class Thompson:
-    """A Thompson draw ``theta (L, p)`` from the posterior."""
+    """A Thompson draw ``theta (L, p)`` from the posterior.
+
+    Args:
+        model: the per-position posterior to draw from.
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> from bayesrank.policies import Thompson
+        >>> model = br.GaussianLinear()
+        >>> estimate = Thompson(model)
+        >>> theta, mstate = estimate(jax.random.key(0), model.init(L=4, p=3),
+        ...                          estimate.init(4, 3))
+        >>> theta.shape
+        (4, 3)
+    """
 
     random = True
 
@@ -39,9 +53,11 @@ class Thompson:
         self.model = model
 
     def init(self, L: int, p: int):
+        """The estimate's own state: none (the posterior holds everything)."""
         return ()
 
     def update(self, est, x, valid):
+        """Nothing to update: the posterior is updated by the core."""
         return est
 
     def __call__(self, key, mstate, est):
@@ -66,6 +82,16 @@ class Optimistic:
         model: the per-position posterior; its mean is theta_hat.
         lam, delta, m2, alpha: the width (Lemma 1, or the constant alpha).
         c1: the link's lower derivative bound (1 for the identity link).
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> from bayesrank.policies import Optimistic
+        >>> model = br.GaussianLinear()
+        >>> estimate = Optimistic(model, lam=1.0, delta=0.1, m2=1.0, alpha=None, c1=1.0)
+        >>> params, _ = estimate(jax.random.key(0), model.init(L=4, p=3),
+        ...                      estimate.init(4, 3))
+        >>> params.theta.shape, params.width.shape, params.chol.shape
+        ((4, 3), (4,), (4, 3, 3))
     """
 
     random = False
@@ -77,6 +103,8 @@ class Optimistic:
         self.own_gram = not hasattr(model, "gram") or model.link.name != "identity"
 
     def init(self, L: int, p: int):
+        """The estimate's own state: the Gram factor ``sqrt(lam) I`` per position and
+        its log-det ratio, or none when the posterior keeps the Gram matrix."""
         if not self.own_gram:
             return ()
         dtype = jnp.result_type(float)
@@ -84,6 +112,8 @@ class Optimistic:
         return chol, jnp.zeros((L,), dtype)
 
     def update(self, est, x, valid):
+        """Fold the features x (L, p) of the positions marked ``valid`` into the
+        Gram factor (when the estimate keeps its own)."""
         if not self.own_gram:
             return est
         chol, ratio = est

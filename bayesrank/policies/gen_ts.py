@@ -61,6 +61,15 @@ class GenRankTS(Policy):
             ``GaussianLinear()``); any bayesrank posterior.
         seed: the seed of the Thompson draws.
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> policy = br.GenRankTS(env.items, L=4, seed=0)       # w is not given
+        >>> items = policy.select()
+        >>> policy.update(items, env.sample(jax.random.key(0), items))
+        >>> policy.w_hat.shape                                 # the learnt w
+        (4,)
     """
 
     _array_args = ("items", "v0")

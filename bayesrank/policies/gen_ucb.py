@@ -83,6 +83,15 @@ class GenRankUCB(UCBPolicy):
             Only positions 2..L need it when v0 = 0 (w_1 multiplies v0). Unused
             when ``alpha`` is given.
         c1: the link's lower derivative bound (non-identity links).
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> policy = br.GenRankUCB(env.items, L=4, alpha=2.224)
+        >>> items = policy.select()
+        >>> policy.update(items, env.sample(jax.random.key(0), items))
+        >>> policy.w_hat.shape
+        (4,)
     """
 
     _array_args = ("items", "v0")
@@ -124,7 +133,7 @@ class GenRankUCB(UCBPolicy):
 
     @property
     def w_hat(self) -> np.ndarray:
-        """(L,) the current estimate of w: ``<phi_1, phi_2> / ||phi_1||^2``."""
+        """The current estimate of w, shape (L,), ``<phi_1, phi_2> / ||phi_1||^2``."""
         return np.asarray(w_hat(self.model.mean(self.state.model)))
 
     def phi_hat(self) -> np.ndarray:

@@ -79,6 +79,15 @@ class RankTS(Policy):
         distinct: forbid repeated items in a list.
         mask: (K,) bool, True where an item may be shown by default.
         seed: the seed of the Thompson draws.
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> ts = br.RankTS(model=br.GaussianLinear(), items=env.items, w=env.w, seed=0)
+        >>> items = ts.select()
+        >>> items.shape, bool(((items >= 0) & (items < 10)).all())
+        ((4,), True)
+        >>> ts.update(items, env.sample(jax.random.key(0), items))
     """
 
     def __init__(

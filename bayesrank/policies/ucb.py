@@ -300,6 +300,15 @@ class RankUCB(UCBPolicy):
         m2: bound on ``||theta^l||`` in Lemma 1's width.
         c1: lower bound on the link's derivative for non-identity links (default
             from the link at ``z = m2 max ||x||``); ignored for the identity link.
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> ucb = br.RankUCB(items=env.items, w=env.w)        # Lemma 1's width
+        >>> items = ucb.select()
+        >>> ucb.update(items, env.sample(jax.random.key(0), items))
+        >>> br.RankUCB(items=env.items, w=env.w, alpha=2.224).select().shape
+        (4,)
     """
 
     def __init__(

@@ -40,6 +40,14 @@ class WindowRankUCB(UCBPolicy):
         delta, lam, alpha, m2, c1: the width, as in :class:`~bayesrank.RankUCB`.
         distinct: forbid repeated items (S = 2 only); mask: (K,) bool.
         seed: kept for the common interface (nothing is drawn).
+
+    Example:
+        >>> import numpy as np, bayesrank as br
+        >>> V = np.random.default_rng(0).normal(size=(6, 4))
+        >>> W = np.full((3, 2), 0.5)                # L = 3, S = 3: two previous items
+        >>> policy = br.WindowRankUCB(items=V, w=W, alpha=1.0)
+        >>> policy.select().shape
+        (3,)
     """
 
     def __init__(

@@ -49,27 +49,78 @@ __all__ = ["PosteriorModel", "check_reward_support", "update_many"]
 
 @runtime_checkable
 class PosteriorModel(Protocol):
+    """What a per-position posterior model provides (see the module docstring).
+
+    Every family in :mod:`bayesrank.posteriors` follows it; a class of your own that
+    does can be given to any policy as ``model=``. ``isinstance`` checks the method
+    names only (a runtime-checkable protocol).
+
+    Example:
+        >>> import bayesrank as br
+        >>> from bayesrank.posteriors import PosteriorModel
+        >>> isinstance(br.GaussianLinear(), PosteriorModel)
+        True
+        >>> isinstance(object(), PosteriorModel)
+        False
+    """
+
     link: Link
 
-    def init(self, L: int, p: int) -> Any: ...
+    def init(self, L: int, p: int) -> Any:
+        """The prior state for L positions and feature dimension p."""
+        ...
 
-    def update(self, state, x, y, valid=None) -> Any: ...
+    def update(self, state, x, y, valid=None) -> Any:
+        """Fold one observation per position in: x (L, p), y (L,), valid (L,)."""
+        ...
 
-    def draw(self, key, state) -> tuple[Any, Any]: ...
+    def draw(self, key, state) -> tuple[Any, Any]:
+        """One posterior draw per position, (L, p), and the (advanced) state."""
+        ...
 
-    def mean(self, state) -> Any: ...
+    def mean(self, state) -> Any:
+        """The posterior mean (or MAP) per position, (L, p)."""
+        ...
 
-    def refresh(self, key, state) -> Any: ...
+    def refresh(self, key, state) -> Any:
+        """Make ``mean`` current (MCMC models advance their chains)."""
+        ...
 
-    def check_rewards(self, y) -> None: ...
+    def check_rewards(self, y) -> None:
+        """Raise if the rewards ``y`` are outside the likelihood's support."""
+        ...
 
-    def to_datatree(self, state, position: int, *, key, data=None, **kwargs): ...
+    def to_datatree(self, state, position: int, *, key, data=None, **kwargs):
+        """The posterior of one position as an ArviZ ``DataTree``."""
+        ...
 
-    def config(self) -> dict: ...
+    def config(self) -> dict:
+        """A JSON-able configuration; ``type(model).from_config`` rebuilds it."""
+        ...
 
 
 def update_many(model, state, X, Y, valid=None):
-    """Fold n impressions into the state in order: X (n, L, p), Y (n, L)."""
+    """Fold n impressions into the state in order: X (n, L, p), Y (n, L).
+
+    Args:
+        model: a posterior model.
+        state: its state.
+        X: (n, L, p) features of n impressions.
+        Y: (n, L) rewards.
+        valid: (n, L) bool, True where the reward counts (default: all).
+
+    Returns:
+        The state after the n updates (one ``lax.scan``).
+
+    Example:
+        >>> import jax.numpy as jnp, bayesrank as br
+        >>> from bayesrank.posteriors import update_many
+        >>> model = br.GaussianLinear()
+        >>> state = update_many(model, model.init(L=2, p=2), jnp.ones((5, 2, 2)),
+        ...                     jnp.ones((5, 2)))
+        >>> state.n.tolist()
+        [5, 5]
+    """
     if valid is None:
         valid = jnp.ones(Y.shape, bool)
 
@@ -82,7 +133,27 @@ def update_many(model, state, X, Y, valid=None):
 
 
 def check_reward_support(y, support: str, name: str = "rewards") -> None:
-    """Host-side check of reward values: finite, and binary or counts if required."""
+    """Host-side check of reward values: finite, and binary or counts if required.
+
+    Args:
+        y: rewards (any shape).
+        support: "real", "binary" (values in {0, 1}) or "count" (non-negative
+            integers).
+        name: the argument name used in error messages.
+
+    Raises:
+        TypeError: non-numeric rewards.
+        ValueError: NaN or inf, or values outside the support.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.posteriors import check_reward_support
+        >>> check_reward_support(np.array([0.0, 1.0]), "binary")
+        >>> check_reward_support(np.array([0.0, 0.5]), "binary")
+        Traceback (most recent call last):
+        ...
+        ValueError: rewards: a Bernoulli likelihood needs rewards in {0, 1}
+    """
     if isinstance(y, jax.core.Tracer):
         return
     arr = np.asarray(y)

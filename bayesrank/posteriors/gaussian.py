@@ -84,7 +84,14 @@ __all__ = [
 
 
 class GaussianState(NamedTuple):
-    """Posterior of :class:`GaussianLinear`, batched over the L positions."""
+    """Posterior of :class:`GaussianLinear`, batched over the L positions.
+
+    Example:
+        >>> from bayesrank.posteriors import GaussianLinear
+        >>> state = GaussianLinear().init(L=4, p=3)
+        >>> state.prec.shape, state.n.tolist()
+        ((4, 3, 3), [0, 0, 0, 0])
+    """
 
     prec: jax.Array  # (L, p, p) posterior precision P_n = P0 + X^T X / s^2
     chol: jax.Array  # (L, p, p) lower Cholesky factor of prec
@@ -96,7 +103,14 @@ class GaussianState(NamedTuple):
 
 
 class NIGState(NamedTuple):
-    """Posterior of :class:`GaussianLinearUnknownNoise`, batched over positions."""
+    """Posterior of :class:`GaussianLinearUnknownNoise`, batched over positions.
+
+    Example:
+        >>> from bayesrank.posteriors import GaussianLinearUnknownNoise
+        >>> state = GaussianLinearUnknownNoise(b0=2.0).init(L=2, p=3)
+        >>> state.rate.tolist()
+        [2.0, 2.0]
+    """
 
     prec: jax.Array  # (L, p, p) Lambda_n = Lambda0 + X^T X
     chol: jax.Array  # (L, p, p) lower Cholesky factor of prec
@@ -668,6 +682,17 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
 
     Raises:
         ValueError: non-finite or non-positive hyper-parameters, bad shapes.
+
+    Example:
+        >>> import jax.numpy as jnp, numpy as np
+        >>> model = GaussianLinearUnknownNoise(a0=3.0, b0=2.0)
+        >>> state = model.init(L=2, p=3)
+        >>> state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 2.0]))
+        >>> np.round(model.mean(state)[1], 4).tolist()
+        [0.5, 0.5, 0.5]
+        >>> shape, rate = model.noise_posterior(state)   # s^2 ~ InvGamma(shape, rate)
+        >>> np.round(rate, 4).tolist()
+        [2.125, 2.5]
     """
 
     def __init__(self, prior_mean=0.0, prior_scale=1.0, a0=2.0, b0=1.0):

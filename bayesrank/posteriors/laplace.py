@@ -98,7 +98,14 @@ def _block(n_max: int) -> int | None:
 
 
 class LaplaceState(NamedTuple):
-    """Laplace posterior of :class:`LaplaceGLM` (non-identity links), leading axis L."""
+    """Laplace posterior of :class:`LaplaceGLM` (non-identity links), leading axis L.
+
+    Example:
+        >>> from bayesrank.posteriors import LaplaceGLM
+        >>> state = LaplaceGLM(link="logistic", n_max=100).init(L=2, p=3)
+        >>> state.x.shape, state.theta.shape
+        ((2, 100, 3), (2, 3))
+    """
 
     x: jax.Array  # (L, n_max, p) ring buffer of features, zero rows past the count
     y: jax.Array  # (L, n_max) ring buffer of rewards
@@ -300,8 +307,9 @@ class LaplaceGLM:
             factor is the Hessian at the returned MAP) for float64. 0: exact always.
 
     Raises:
-        ValueError / TypeError: unknown link, non-finite, non-positive or non-real
-            hyper-parameters (the message names the argument).
+        ValueError: unknown link, non-finite or non-positive hyper-parameters (the
+            message names the argument).
+        TypeError: non-real hyper-parameters (the message names the argument).
 
     Example:
         >>> model = LaplaceGLM(link="exp", prior_scale=2.0, n_max=500)

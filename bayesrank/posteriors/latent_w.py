@@ -102,7 +102,15 @@ def half_logdet_quad(P, b):
 
 class LatentWState(NamedTuple):
     """Sufficient statistics per position (divided by s^2 for known noise) and the
-    slice chain's position."""
+    slice chain's position.
+
+    Example:
+        >>> import numpyro.distributions as dist, bayesrank as br
+        >>> from bayesrank.posteriors import LatentW
+        >>> state = LatentW(br.GaussianLinear(), dist.Normal(0.0, 5.0)).init(L=3, p=4)
+        >>> state.Saa.shape, state.w.shape                       # p = 2d, d = 2
+        ((3, 2, 2), (3,))
+    """
 
     Saa: jax.Array  # (L, d, d) sum a a^T
     Sap: jax.Array  # (L, d, d) sum a p^T
@@ -127,6 +135,16 @@ class LatentW:
 
     The model's features are the pair features ``(v_{a^l}, v_{a^{l-1}})`` (p = 2d);
     ``draw`` returns ``((theta (L, d), w (L,)), state)``.
+
+    Example:
+        >>> import jax, numpyro.distributions as dist, bayesrank as br
+        >>> from bayesrank.posteriors import LatentW
+        >>> model = LatentW(br.GaussianLinear(), dist.Normal(0.0, 5.0))
+        >>> (theta, w), state = model.draw(jax.random.key(0), model.init(L=3, p=4))
+        >>> theta.shape, w.shape
+        ((3, 2), (3,))
+
+        ``br.RankTS(items=V, w=dist.Normal(0.0, 5.0))`` builds this model for you.
     """
 
     link = get_link("identity")

@@ -103,7 +103,14 @@ _SUPPORT_BY_LINK = {
 
 
 class NutsState(NamedTuple):
-    """State of the per-position NUTS posteriors (arrays only; leading axis L)."""
+    """State of the per-position NUTS posteriors (arrays only; leading axis L).
+
+    Example:
+        >>> import bayesrank as br
+        >>> state = br.BayesGLM(link="logistic", n_max=50).init(L=2, p=3)
+        >>> state.x.shape, state.theta.shape
+        ((2, 50, 3), (2, 3))
+    """
 
     x: jax.Array  # (L, n_max, p) feature buffer, zero rows past the count
     y: jax.Array  # (L, n_max) reward buffer
@@ -130,6 +137,18 @@ class MaskObserved(Messenger):
     Args:
         fn: a model, or None to use as a context manager.
         mask: (n,) bool, True for the rows that count.
+
+    Example:
+        >>> import jax.numpy as jnp, numpyro, numpyro.distributions as dist
+        >>> from numpyro.handlers import seed, trace
+        >>> from bayesrank.posteriors import MaskObserved
+        >>> def model(y=None):
+        ...     mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+        ...     numpyro.sample("y", dist.Normal(mu, 1.0).expand([3]), obs=y)
+        >>> masked = MaskObserved(model, mask=jnp.array([True, False, True]))
+        >>> tr = trace(seed(masked, 0)).get_trace(y=jnp.zeros(3))
+        >>> (tr["y"]["fn"].log_prob(jnp.zeros(3)) != 0).tolist()   # row 2 dropped
+        [True, False, True]
     """
 
     def __init__(self, fn: Callable | None = None, mask=None):

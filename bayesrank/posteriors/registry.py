@@ -53,6 +53,16 @@ def register_model(fn: Callable, name: str | None = None) -> str:
     Raises:
         TypeError: ``fn`` not callable, a ``functools.partial``, or ``name`` not a str.
         ValueError: the name is taken by another function, or no default exists.
+
+    Example:
+        >>> import numpyro, numpyro.distributions as dist
+        >>> from bayesrank.posteriors import register_model
+        >>> def clicks(x, y=None):
+        ...     theta = numpyro.sample(
+        ...         "theta", dist.Normal(0.0, 1.0).expand([x.shape[-1]]).to_event(1))
+        ...     numpyro.sample("y", dist.Bernoulli(logits=x @ theta), obs=y)
+        >>> register_model(clicks, name="example:clicks")   # before save and load
+        'example:clicks'
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
@@ -73,7 +83,14 @@ def register_model(fn: Callable, name: str | None = None) -> str:
 
 
 def resolve_model(name) -> Callable:
-    """The function registered under ``name``; ValueError if there is none."""
+    """The function registered under ``name``; ValueError if there is none.
+
+    Example:
+        >>> from bayesrank.posteriors import register_model, resolve_model
+        >>> def my_model(x, y=None): ...
+        >>> resolve_model(register_model(my_model, name="example:resolve")) is my_model
+        True
+    """
     if not isinstance(name, str) or name not in _REGISTRY:
         raise ValueError(
             f"model: {name!r} is not a registered model function; register it with "

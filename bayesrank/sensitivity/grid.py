@@ -98,7 +98,7 @@ class EnvSpec:
     """One environment of the grid: the paper's generator with Gaussian noise.
 
     Attributes:
-        K: items; L: positions; d: feature dimension; w_max: |w_l| bound;
+        K: items; L: positions; d: feature dimension; w_max: ``|w_l|`` bound;
         noise_sd: the environment's reward-noise sd; seed: the generator's seed.
 
     Example:

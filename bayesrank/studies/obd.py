@@ -1,11 +1,12 @@
 """The real-items study: the paper's algorithms on Open Bandit Dataset items.
 
-Items are the OBD "all" campaign's 80 fashion items (:func:`bayesrank.datasets.
-obd_items`, reduced by PCA); clicks are drawn by :meth:`bayesrank.RankingEnv.
-semi_synthetic`, whose per-position click rates under a uniformly random list equal
-those of the OBD uniform-random log (0.39 %, 0.41 %, 0.34 %). For each ``w_max`` in
-the configuration, every policy of :data:`POLICIES` plays the same environment
-(:func:`bayesrank.simulate`, common random numbers), and the study writes
+Items are the OBD "all" campaign's 80 fashion items
+(:func:`bayesrank.datasets.obd_items`, reduced by PCA); clicks are drawn by
+:meth:`bayesrank.RankingEnv.semi_synthetic`, whose per-position click rates under a
+uniformly random list equal those of the OBD uniform-random log (0.39 %, 0.41 %,
+0.34 %). For each ``w_max`` in the configuration, every policy of :data:`POLICIES`
+plays the same environment (:func:`bayesrank.simulate`, common random numbers), and
+the study writes
 
 * ``regret.png``: per-round and cumulative pseudo-regret, one panel per ``w_max``;
 * ``results.nc``: ``regret[w_max, policy, run, round]`` and the environments;
@@ -83,6 +84,17 @@ def run_obd_study(
 
     Returns:
         The results as an ``xarray.Dataset``.
+
+    Example:
+        A small custom scale (the run compiles every policy, some 10 s, so it is
+        skipped here):
+
+        >>> cfg = StudyConfig(w_max=(1.0,), T=20, runs=2)
+        >>> check_cfg(cfg)
+        >>> res = run_obd_study("out", cfg=cfg, names=["RankUCB"],
+        ...                     progress=False)  # doctest: +SKIP
+        >>> res["regret"].sizes  # doctest: +SKIP
+        Frozen({'w_max': 1, 'policy': 1, 'run': 2, 'round': 20})
     """
     import xarray as xr
 

@@ -38,7 +38,16 @@ __all__ = [
 
 
 class StudyConfig(NamedTuple):
-    """Scale and settings of the study (JSON-able; stored in the results)."""
+    """Scale and settings of the study (JSON-able; stored in the results).
+
+    Example:
+        >>> cfg = StudyConfig(w_max=(0.0, 2.0), T=100, runs=2)
+        >>> check_cfg(cfg)
+        >>> cfg.T, cfg.runs, cfg.d, QUICK.T, FULL.T
+        (100, 2, 10, 300, 1500)
+        >>> cfg._replace(runs=0).runs  # invalid: check_cfg would raise ValueError
+        0
+    """
 
     campaign: str = "all"  # OBD campaign of the items and of the target click rates
     d: int | None = 10  # PCA dimensions of the item features (None: all 41)
@@ -66,6 +75,22 @@ class Entry(NamedTuple):
         description: one line for the report.
         neighbour_aware: True if the policy models the previous item.
         linestyle: matplotlib line style in the figure.
+
+    Example:
+        >>> from bayesrank.policies.ucb import RankUCB
+        >>> entry = Entry(
+        ...     lambda env, cfg: lambda s: RankUCB(
+        ...         items=env.items, w=env.w, v0=env.v0, alpha=cfg.alpha, seed=s
+        ...     ),
+        ...     "RankUCB, known w, width alpha",
+        ...     linestyle="--",
+        ... )
+        >>> cfg = StudyConfig()
+        >>> policy = entry.build(build_env(cfg, 1.0), cfg)(0)  # the factory of seed 0
+        >>> type(policy).__name__, entry.neighbour_aware
+        ('RankUCB', True)
+        >>> POLICIES["Baseline"].neighbour_aware
+        False
     """
 
     build: Callable
@@ -76,7 +101,13 @@ class Entry(NamedTuple):
 
 def prior_scales(env, cfg: StudyConfig):
     """(p,) prior sds: ``prior_scale`` on the item features, ``intercept_prior_scale``
-    on the intercept column (the semi-synthetic intercepts reach |b| ~ 12)."""
+    on the intercept column (the semi-synthetic intercepts reach ``|b| ~ 12``).
+
+    Example:
+        >>> cfg = StudyConfig(d=3, prior_scale=0.5)
+        >>> prior_scales(build_env(cfg, 0.0), cfg).tolist()  # 3 features, intercept
+        [0.5, 0.5, 0.5, 10.0]
+    """
     return np.r_[np.full(env.d - 1, cfg.prior_scale), cfg.intercept_prior_scale]
 
 
@@ -144,7 +175,15 @@ POLICIES: dict[str, Entry] = {
 
 
 def policy_factories(env, cfg: StudyConfig, names=None) -> dict:
-    """``{name: factory(seed)}`` for :func:`bayesrank.simulate`."""
+    """``{name: factory(seed)}`` for :func:`bayesrank.simulate`.
+
+    Example:
+        >>> cfg = StudyConfig()
+        >>> env = build_env(cfg, 1.0)
+        >>> factories = policy_factories(env, cfg, ["RankUCB", "Baseline"])
+        >>> sorted(factories), type(factories["Baseline"](0)).__name__
+        (['Baseline', 'RankUCB'], 'RankedBaseline')
+    """
     names = list(POLICIES) if names is None else list(names)
     for n in names:
         if n not in POLICIES:
@@ -153,7 +192,16 @@ def policy_factories(env, cfg: StudyConfig, names=None) -> dict:
 
 
 def build_env(cfg: StudyConfig, w_max: float):
-    """The semi-synthetic environment of one ``w_max`` (items reduced by PCA)."""
+    """The semi-synthetic environment of one ``w_max`` (items reduced by PCA).
+
+    Example:
+        >>> import numpy as np
+        >>> env = build_env(StudyConfig(), 1.0)
+        >>> env.K, env.L, env.d  # 80 OBD items, 10 PCA features and an intercept
+        (80, 3, 11)
+        >>> bool(np.max(np.abs(env.w[1:])) <= 1.0)
+        True
+    """
     items = obd_items(cfg.campaign, d=cfg.d)
     return RankingEnv.semi_synthetic(
         items,

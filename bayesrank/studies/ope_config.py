@@ -44,7 +44,15 @@ __all__ = [
 
 
 class OPEStudyConfig(NamedTuple):
-    """Scale and settings of the study (JSON-able; stored in the results)."""
+    """Scale and settings of the study (JSON-able; stored in the results).
+
+    Example:
+        >>> cfg = OPEStudyConfig(K=(5,), L=(2,), n=(100,), logs=2, ts_K=0,
+        ...                      obd_campaigns=())
+        >>> check_cfg(cfg)
+        >>> cfg.loggers, QUICK.n
+        (('uniform', 'epsilon_greedy'), (1000, 3000, 10000))
+    """
 
     K: tuple[int, ...] = (20, 100)  # catalogue sizes
     L: tuple[int, ...] = (3, 5)  # list lengths

@@ -26,6 +26,18 @@ __all__ = ["figures", "findings", "fmt", "report", "summarise", "ts_summarise"]
 
 
 # ----------------------------------------------------------------------- report
+def _changes_from_full(cfg: dict) -> dict:
+    """The settings of ``cfg`` that differ from the full scale (``seed`` aside)."""
+    from bayesrank.studies.ope_config import FULL, QUICK
+
+    full = FULL._asdict()
+    core = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
+            if k != "seed" and k in full}
+    if core == QUICK._asdict():
+        return {}
+    return {k: v for k, v in core.items() if v != full[k]}
+
+
 def _scale(cfg: dict) -> str:
     from bayesrank.studies.ope_config import FULL, QUICK
 
@@ -412,7 +424,14 @@ def report(res) -> str:
         "`tests/ope/` and `tests/studies/test_ope_study.py`.\n"
     )
     add("## Reproduce\n")
-    add("    bayesrank study ope --quick --out docs/studies/ope   # this scale")
-    add("    bayesrank study ope --out results/ope                # full scale")
+    add("    bayesrank study ope --quick --out bayesrank-study-ope   # --quick")
+    add("    bayesrank study ope --out bayesrank-study-ope           # full scale")
+    changed = _changes_from_full(cfg)
+    if changed:
+        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        add("\nThis report's configuration (differences from the full scale):\n")
+        add("    from bayesrank.studies.ope_config import FULL")
+        add("    from bayesrank.studies.ope_study import run_ope_study")
+        add(f"    run_ope_study(\"bayesrank-study-ope\", cfg=FULL._replace({args}))")
     add(f"\nVersions: {res.attrs['versions']}")
     return "\n".join(L) + "\n"

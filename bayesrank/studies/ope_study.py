@@ -18,11 +18,11 @@ each. It writes
 
 The generic IPS estimators are called directly on each log's arrays with the
 target's exact probabilities (0/1 indicators, :func:`target_event_probs`); any other
-registry entry is called by its route (:class:`~bayesrank.studies.ope_config.
-Variant`): the direct method and doubly robust estimators with one reward-model fit
-per log, anything else through :func:`bayesrank.ope.evaluate` (a test checks that every
-route equals ``evaluate``). Logs are generated a chunk of ~10^5 rounds at a time,
-vectorised over rounds.
+registry entry is called by its route
+(:class:`~bayesrank.studies.ope_config.Variant`): the direct method and doubly robust
+estimators with one reward-model fit per log, anything else through
+:func:`bayesrank.ope.evaluate` (a test checks that every route equals ``evaluate``).
+Logs are generated a chunk of ~10^5 rounds at a time, vectorised over rounds.
 
 Example:
     >>> import numpy as np
@@ -111,6 +111,13 @@ def target_event_probs(lists, target) -> dict:
         ``{"position", "pair", "cascade": (n, L), "list": (n,)}`` 0/1 floats:
         whether the target shows a^l at l; a^{l-1} and a^l at l-1, l (at l = 0 the
         position event); the prefix a^1..a^l; the whole list.
+
+    Example:
+        >>> probs = target_event_probs(np.array([[0, 1], [2, 1]]), np.array([0, 1]))
+        >>> probs["position"].tolist(), probs["cascade"].tolist()
+        ([[1.0, 1.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]])
+        >>> probs["list"].tolist()
+        [1.0, 0.0]
     """
     same = np.asarray(lists) == np.asarray(target)[None, :]
     pair = same.copy()
@@ -156,6 +163,17 @@ def simulate_logs(env, logger, n: int, logs: int, seed_seq, *, chunk=CHUNK_ROUND
     Yields:
         lists (n, L) int, rewards (n, L) float, pscores {name: array} (the four
         pscore variables of :mod:`bayesrank.ope`).
+
+    Example:
+        >>> from bayesrank.studies.ope_config import QUICK, build_env, build_logger
+        >>> env = build_env(QUICK, 4, 2, 0.0)
+        >>> logger = build_logger("uniform", env, QUICK)
+        >>> logs = list(simulate_logs(env, logger, 5, 3, 0))  # 3 logs of 5 rounds
+        >>> lists, rewards, pscores = logs[0]
+        >>> len(logs), lists.shape, rewards.shape
+        (3, (5, 2), (5, 2))
+        >>> sorted(pscores)
+        ['pscore_cascade', 'pscore_list', 'pscore_pair', 'pscore_position']
     """
     import jax
 
@@ -179,12 +197,13 @@ def log_estimates(
 ) -> np.ndarray:
     """(V, 4) estimate, stderr, ci_low, ci_high of every variant on one log.
 
-    Each variant is called by its route (:class:`~bayesrank.studies.ope_config.
-    Variant`): IPS estimators with :func:`target_event_probs`; the direct method
-    with the target's list in every round; doubly robust ones with the predictions
-    of one :func:`bayesrank.ope.fit_reward_model` fit per log; anything else
-    through :func:`bayesrank.ope.evaluate` (one call per normalisation). Model
-    routes need the item vectors ``items`` (K, d).
+    Each variant is called by its route
+    (:class:`~bayesrank.studies.ope_config.Variant`): IPS estimators with
+    :func:`target_event_probs`; the direct method with the target's list in every
+    round; doubly robust ones with the predictions of one
+    :func:`bayesrank.ope.fit_reward_model` fit per log; anything else through
+    :func:`bayesrank.ope.evaluate` (one call per normalisation). Model routes need
+    the item vectors ``items`` (K, d).
 
     Args:
         lists: (n, L) the logged lists.
@@ -195,6 +214,20 @@ def log_estimates(
         K: the number of items.
         v0: (d,) the context of every round.
         items: (K, d) the item vectors.
+
+    Example:
+        >>> from bayesrank.studies.ope_config import (
+        ...     QUICK, build_env, build_logger, estimator_variants)
+        >>> env = build_env(QUICK, 4, 2, 0.0)
+        >>> logger = build_logger("uniform", env, QUICK)
+        >>> lists, rewards, ps = next(simulate_logs(env, logger, 400, 1, 0))
+        >>> ips = [v for v in estimator_variants() if v.route == "ips"]
+        >>> target = np.asarray(env.best()[0])
+        >>> out = log_estimates(lists, rewards, ps, target, ips, K=4, v0=env.v0)
+        >>> out.shape  # (variants, (estimate, stderr, ci_low, ci_high))
+        (8, 4)
+        >>> bool(np.all((out[:, 2] <= out[:, 0]) & (out[:, 0] <= out[:, 3])))
+        True
     """
     from bayesrank import ope
 
@@ -260,6 +293,17 @@ def position_ips_limit(env, logger, target) -> float:
         env: the environment.
         logger: a logger with exact ``propensities`` (pair and position).
         target: (L,) the target's list.
+
+    Example:
+        >>> from bayesrank.studies.ope_config import QUICK, build_env, build_logger
+        >>> for w_max in (0.0, 10.0):
+        ...     env = build_env(QUICK, 4, 2, w_max)
+        ...     target = np.asarray(env.best()[0])
+        ...     limit = position_ips_limit(env, build_logger("uniform", env, QUICK),
+        ...                                target)
+        ...     print(w_max, bool(np.isclose(limit, env.expected_reward(target))))
+        0.0 True
+        10.0 False
     """
     target = np.asarray(target, np.int64)
     K, L = env.K, env.L
@@ -408,7 +452,7 @@ def run_ope_study(
 
     Args:
         out: output folder (created).
-        quick: use :data:`QUICK` (2-3 minutes on two shared cores) instead of
+        quick: use :data:`QUICK` (about 75 s of study time on two cores) instead of
             :data:`FULL`; ignored when ``cfg`` is given.
         seed: the master seed of the logs (the environments use ``cfg.env_seed``).
         cfg: an :class:`OPEStudyConfig` overriding both.
@@ -416,6 +460,20 @@ def run_ope_study(
 
     Returns:
         The results as an ``xarray.Dataset``.
+
+    Example:
+        One small cell (K = 3, L = 2, w = 0, uniform logger), no Thompson-sampling
+        or OBD section:
+
+        >>> import tempfile
+        >>> cfg = OPEStudyConfig(K=(3,), L=(2,), w_max=(0.0,), n=(20,), logs=2,
+        ...                      loggers=("uniform",), ts_K=0, obd_campaigns=())
+        >>> with tempfile.TemporaryDirectory() as out:
+        ...     res = run_ope_study(out, cfg=cfg, progress=False)
+        >>> res["estimate"].sizes["log"], res["estimate"].sizes["estimator"]
+        (2, 11)
+        >>> bool(np.allclose(res["position_ips_limit"], res["truth"]))  # w = 0
+        True
     """
     from bayesrank.studies import ope_obd, ope_report, ope_ts
 
