@@ -124,14 +124,22 @@ def _features(env, items):
     return scores.list_features(env.items, env.W, env.v0, items)
 
 
-def _replay_fn(model, env, T: int):
-    """``(items (T, L), rewards (T, L), c) -> state`` after the first c rounds."""
+def _replay_fn(model, env, T: int, pair: bool = False):
+    """``(items (T, L), rewards (T, L), c) -> state`` after the first c rounds.
+
+    ``pair``: the model learns from the pair features ``(v_{a^l}, v_{a^{l-1}})``
+    (a latent-w model) instead of ``v_{a^l} + w_l v_{a^{l-1}}``.
+    """
+    from bayesrank.policies import features
     from bayesrank.posteriors.base import update_many
 
     def replay(items, rewards, c):
-        x = _features(env, items)
+        if pair:
+            x = features.pair_features(env.items, items, env.v0)
+        else:
+            x = _features(env, items)
         valid = jnp.broadcast_to((jnp.arange(T) < c)[:, None], rewards.shape)
-        return update_many(model, model.init(env.L, env.d), x, rewards, valid)
+        return update_many(model, model.init(env.L, x.shape[-1]), x, rewards, valid)
 
     return replay
 
@@ -327,9 +335,7 @@ def _compute_conjugate(cells: list[Cell], s: SweepSettings) -> list[dict]:
 
 def _compute_latent(cell: Cell, s: SweepSettings) -> dict:
     """A conjugate cell whose RankTS learns w (``w_prior``), runs vmapped."""
-    from bayesrank.policies import features
     from bayesrank.policies.ts import RankTS
-    from bayesrank.posteriors.base import update_many
 
     start = time.perf_counter()
     env = cell.env.build()
@@ -343,11 +349,7 @@ def _compute_latent(cell: Cell, s: SweepSettings) -> dict:
     play = jax.jit(jax.vmap(lambda pk, nk: run(state0, pk, nk)[1:]))
     regret, items, rewards = (np.asarray(a) for a in play(*_keys(s)))
 
-    @jax.jit
-    def replay_j(it, rw, c):
-        x = features.pair_features(env.items, it, env.v0)
-        valid = jnp.broadcast_to((jnp.arange(s.T) < c)[:, None], rw.shape)
-        return update_many(model, model.init(env.L, 2 * env.d), x, rw, valid)
+    replay_j = jax.jit(_replay_fn(model, env, s.T, pair=True))
 
     def replay(it, rw, c):
         return replay_j(jnp.asarray(it), jnp.asarray(rw), c)
