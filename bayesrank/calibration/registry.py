@@ -115,6 +115,18 @@ def _latent(base, sampler: str = "grid"):
     return LatentWDraws(LatentW(base, dist.Normal(0.0, 1.0)), sampler)
 
 
+def _latent_glm(n: int, joint: bool = False):
+    """RankTS(model=LaplaceGLM("logistic"), w=Normal(0, 1))'s posterior, or the joint
+    MAP Laplace approximation it was chosen over (``joint``)."""
+    import numpyro.distributions as dist
+
+    from bayesrank.calibration.latent import JointMAPDraws, LatentWDraws
+    from bayesrank.posteriors import LatentLaplace
+
+    model = LatentLaplace(_laplace("logistic", 1.0, n), dist.Normal(0.0, 1.0))
+    return JointMAPDraws(model) if joint else LatentWDraws(model)
+
+
 def _latent_truth() -> Generative:
     return _latent(_gl(prior_scale=1.0, noise_scale=1.0)).generative()
 
@@ -140,6 +152,11 @@ CASES: tuple[Case, ...] = (
     # w latent (RankTS(w=<prior>)): ranks of theta and w; w exactly on its grid...
     Case("LatentW-GaussianLinear", lambda s, n: _latent(_gl()), "exact"),
     Case("LatentW-UnknownNoise", lambda s, n: _latent(_nig(a0=3.0, b0=2.0)), "exact"),
+    # a GLM link: the Laplace likelihood in the 2d relaxation, w collapsed (what
+    # RankTS runs), and the joint-MAP Laplace approximation it was chosen over
+    Case("LatentLaplace-logistic", lambda s, n: _latent_glm(n), "approximate"),
+    Case("LatentJointMAP-logistic", lambda s, n: _latent_glm(n, joint=True),
+         "approximate"),
     # ... and by the slice chain RankTS runs each round (a fresh chain, as NUTS)
     Case("LatentW-slice-chain", lambda s, n: _latent(_gl(), "chain"), "mcmc",
          mcmc=True),

@@ -72,8 +72,11 @@ class RankTS(Policy):
         w: (L,) dependency on the previous item, or (L, S-1) for a window; zeros if
             omitted (the ranked-bandits assumption). Or a NumPyro distribution (batch
             shape () or (L,)): the prior of an unknown w, learnt jointly with theta
-            (:mod:`bayesrank.posteriors.latent_w`; conjugate models only, exact draws).
-            ``model=LatentW(base, prior)`` is the same.
+            (:func:`bayesrank.posteriors.latent_model` picks the posterior: exact
+            draws for the conjugate models, a Laplace likelihood in the 2d
+            relaxation for ``LaplaceGLM``, joint NUTS for ``BayesGLM``; a
+            ``NumPyroModel`` whose model declares a ``"w"`` site learns w with
+            ``w=None``). ``model=LatentW(base, prior)`` is the same.
         v0: (d,) the default user's last item (zeros if omitted); each request may
             give its own to ``select``/``update``.
         distinct: forbid repeated items in a list.
@@ -102,9 +105,9 @@ class RankTS(Policy):
         mask=None,
         seed: int = 0,
     ):
-        from bayesrank.posteriors.latent_w import LatentW
+        from bayesrank.posteriors.latent import is_latent
 
-        if is_distribution(w) or isinstance(model, LatentW):
+        if is_distribution(w) or is_latent(model):
             self._init_latent(model, items, L, w, v0, distinct, mask, seed)
             return
         if model is None:
@@ -128,23 +131,29 @@ class RankTS(Policy):
         self._setup(rank_ts(model, V, W2, distinct=self.distinct), seed)
 
     def _init_latent(self, model, items, L, w, v0, distinct, mask, seed):
-        from bayesrank.posteriors.latent_w import LatentW
+        from bayesrank.posteriors.latent import is_latent, latent_model
 
-        if isinstance(model, LatentW):
+        if is_latent(model):
             if w is not None:
-                raise ValueError("w: give the prior of w once, as w= or in LatentW")
+                raise ValueError(
+                    "w: the model already learns w (a latent-w model); give the prior "
+                    "of w once, as w= or in the model"
+                )
             latent = model
         else:
-            latent = LatentW(model, w)
+            latent = latent_model(model, w)
         if L is None:
-            batch = tuple(latent.w_prior.batch_shape)
+            prior = getattr(latent, "w_prior", None)
+            batch = () if prior is None else tuple(prior.batch_shape)
             if not batch:
                 raise ValueError(
                     "L: give the list length L (the prior on w has batch shape ())"
                 )
             L = batch[0]
         V, _, v0a, L = check_items_w_v0(items, L, None, v0)
-        latent.check_positions(L)
+        check_positions = getattr(latent, "check_positions", None)
+        if check_positions is not None:
+            check_positions(L)
         self.K, self.L = V.shape[0], L
         if distinct and self.K < L:
             raise ValueError(f"distinct: needs K >= L, got K={self.K} and L={L}")
@@ -155,7 +164,7 @@ class RankTS(Policy):
         self._array_args = ("items", "v0")
         self.distinct = bool(distinct)
         self._features = pair_features
-        self.vmappable = True
+        self.vmappable = bool(getattr(latent, "vmappable", True))
         self._setup(rank_ts_latent_w(latent, V, L, distinct=self.distinct), seed)
 
     @property
@@ -165,7 +174,8 @@ class RankTS(Policy):
 
     @property
     def w_hat(self) -> np.ndarray:
-        """(L,) the posterior mean of w (exact quadrature); the given w if known."""
+        """(L,) the posterior mean of w (exact quadrature for the conjugate and
+        Laplace models, the chains' running mean for NUTS); the given w if known."""
         if self.latent_w:
             return np.asarray(self.model.w_mean(self.state.model))
         W = np.asarray(self.w)

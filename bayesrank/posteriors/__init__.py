@@ -6,7 +6,8 @@ builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
 :mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
 conjugate models does not import NumPyro. :mod:`.laplace` holds the Laplace GLM
 (pure JAX); :mod:`.latent_w` the conjugate posterior over (theta, w) when the
-dependency weights are unknown; :func:`register_model` (:mod:`.registry`) names user model functions for
+dependency weights are unknown, :mod:`.latent_laplace` its GLM form, :mod:`.latent_nuts`
+the NUTS form and :mod:`.latent` which one a model becomes; :func:`register_model` (:mod:`.registry`) names user model functions for
 save/load.
 """
 
@@ -21,10 +22,13 @@ from bayesrank.posteriors.gaussian import (
     NIGState,
 )
 from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
+from bayesrank.posteriors.latent import latent_model
+from bayesrank.posteriors.latent_laplace import LatentLaplace, LatentLaplaceState
 from bayesrank.posteriors.latent_w import LatentW, LatentWState
 
 _LAZY = {
     "BayesGLM": "bayesrank.posteriors.nuts",
+    "LatentBayesGLM": "bayesrank.posteriors.latent_nuts",
     "MaskObserved": "bayesrank.posteriors.nuts",
     "NumPyroModel": "bayesrank.posteriors.nuts",
     "NutsState": "bayesrank.posteriors.nuts",
@@ -39,6 +43,9 @@ __all__ = [
     "GaussianState",
     "LaplaceGLM",
     "LaplaceState",
+    "LatentBayesGLM",
+    "LatentLaplace",
+    "LatentLaplaceState",
     "LatentW",
     "LatentWState",
     "MaskObserved",
@@ -47,6 +54,7 @@ __all__ = [
     "NutsState",
     "PosteriorModel",
     "check_reward_support",
+    "latent_model",
     "linalg",
     "register_model",
     "resolve_model",

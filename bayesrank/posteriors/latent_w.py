@@ -174,6 +174,10 @@ class LatentW:
     def __repr__(self) -> str:
         return f"LatentW({self.base!r}, {prior_config(self.w_prior)['class']}(...))"
 
+    def label(self) -> str:
+        """The model's name in DataTree attributes."""
+        return f"LatentW({type(self.base).__name__})"
+
     def jitted(self, name: str):
         """``jax.jit`` of the method ``name`` (cached per model): the exact summaries
         (:meth:`w_mean`, :meth:`w_sd`, :meth:`w_quantiles`, :meth:`mean`) evaluate
@@ -609,10 +613,24 @@ class LatentW:
         return make_datatree(
             {"theta": th, "w": w_pos},
             log_prior={"theta": lp_theta, "w": lp_w},
-            attrs={"model": f"LatentW({type(self.base).__name__})", "position": position},
+            attrs={"model": self.label(), "position": position},
         )
 
     # ------------------------------------------------------------ persistence
+    #: The base models a saved config may name (looked up here, never imported).
+    BASES: dict = {"GaussianLinear": GaussianLinear,
+                   "GaussianLinearUnknownNoise": GaussianLinearUnknownNoise}
+
+    @classmethod
+    def _base_from(cls, cfg):
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("base"), dict):
+            raise ValueError("model: a latent-w config needs a 'base' dict")
+        base_cfg: Any = cfg["base"]
+        base_cls = cls.BASES.get(base_cfg.get("class"))
+        if base_cls is None:
+            raise ValueError(f"model: unknown latent-w base {base_cfg.get('class')!r}")
+        return base_cls, base_cfg
+
     def config(self) -> dict:
         """JSON-able description: the base model and the prior on w."""
         return {
@@ -624,12 +642,7 @@ class LatentW:
     @classmethod
     def from_config(cls, cfg: dict) -> LatentW:
         """Rebuild from :meth:`config` (only bayesrank's own classes, by name)."""
-        bases = {"GaussianLinear": GaussianLinear,
-                 "GaussianLinearUnknownNoise": GaussianLinearUnknownNoise}
-        base_cfg: Any = cfg.get("base", {})
-        base_cls = bases.get(base_cfg.get("class"))
-        if base_cls is None:
-            raise ValueError(f"model: unknown latent-w base {base_cfg.get('class')!r}")
+        base_cls, base_cfg = cls._base_from(cfg)
         return cls(
             base_cls.from_config(base_cfg["config"]),
             prior_from_config(cfg["w_prior"]),

@@ -54,8 +54,13 @@ def _trace(model, x, y):
     return numpyro.handlers.trace(numpyro.handlers.seed(model, 0)).get_trace(x, y)
 
 
-def infer_link(model: Callable, theta_site: str, p: int) -> tuple[str, str]:
+def infer_link(
+    model: Callable, theta_site: str, p: int, w_site: str | None = None
+) -> tuple[str, str]:
     """(link name, reward support) of ``model``'s observed site (see module doc).
+
+    With ``w_site`` (a latent-w model over pair features x = (a, p) in R^{2d}) the
+    linear predictor is ``<theta, a + w p>``.
 
     Raises:
         ValueError: no or several observed sites, an unknown support, or a mean that
@@ -66,8 +71,9 @@ def infer_link(model: Callable, theta_site: str, p: int) -> tuple[str, str]:
     x = jnp.asarray(rng.normal(size=(n, p)))
     tr = _trace(model, x, jnp.zeros(n))
     theta = np.asarray(tr[theta_site]["value"], float)
+    spread = 1.0 if w_site is None else 1.0 + abs(float(tr[w_site]["value"]))
     # rescale the features so that eta spreads over about [-2, 2]
-    scale = 1.0 / max(float(np.linalg.norm(theta)), 1e-3)
+    scale = 1.0 / max(float(np.linalg.norm(theta)) * spread, 1e-3)
     x = x * scale
     tr = _trace(model, x, jnp.zeros(n))
     observed = [
@@ -88,7 +94,13 @@ def infer_link(model: Callable, theta_site: str, p: int) -> tuple[str, str]:
             f"model: observed site {name!r} has support {site['fn'].support}; "
             f"cannot infer the reward support, {ask}"
         )
-    eta = np.asarray(x @ jnp.asarray(tr[theta_site]["value"]), float)
+    theta = jnp.asarray(tr[theta_site]["value"])
+    if w_site is None:
+        eta = np.asarray(x @ theta, float)
+    else:
+        d = p // 2
+        w = tr[w_site]["value"]
+        eta = np.asarray(x[:, :d] @ theta + w * (x[:, d:] @ theta), float)
     try:
         mean = np.asarray(site["fn"].mean, float)
     except (NotImplementedError, AttributeError):

@@ -38,6 +38,7 @@ __all__ = [
     "glm",
     "glm_likelihood",
     "hierarchical_glm",
+    "latent_w_glm",
     "student_t_glm",
 ]
 
@@ -154,3 +155,36 @@ def hierarchical_glm(
     theta = numpyro.deterministic("theta", mu + tau * z)
     with numpyro.plate("obs", x.shape[-2]):
         numpyro.sample("y", glm_likelihood(x @ theta, link, noise_scale), obs=y)
+
+
+def latent_w_glm(
+    x,
+    y=None,
+    *,
+    w_prior: dist.Distribution,
+    link: str = "logistic",
+    prior_scale: float = 1.0,
+    noise_scale: float = 1.0,
+    theta_site: str = "theta",
+):
+    """GLM for one position with the dependency weight w latent.
+
+    theta ~ N(0, prior_scale^2 I_d), w ~ ``w_prior``, and
+    ``y_i ~ F(f(<theta, a_i + w p_i>))`` over the pair features ``x_i = (a_i, p_i)``
+    (shape (n, 2d): the item shown and the item before it). The site ``"w"`` makes
+    :class:`~bayesrank.posteriors.NumPyroModel` treat the model as latent-w; a user
+    model does the same by declaring a scalar ``numpyro.sample("w", ...)``.
+
+    Example:
+        >>> import jax.numpy as jnp, numpyro, numpyro.distributions as dist
+        >>> tr = numpyro.handlers.trace(numpyro.handlers.seed(latent_w_glm, 0)).get_trace(
+        ...     jnp.ones((5, 4)), w_prior=dist.Normal(0.0, 5.0))
+        >>> tr["theta"]["value"].shape, tr["w"]["value"].shape
+        ((2,), ())
+    """
+    n, d = x.shape[-2], x.shape[-1] // 2
+    theta = numpyro.sample(theta_site, _theta_prior(None, prior_scale, d))
+    w = numpyro.sample("w", w_prior)
+    eta = x[..., :d] @ theta + w * (x[..., d:] @ theta)
+    with numpyro.plate("obs", n):
+        numpyro.sample("y", glm_likelihood(eta, link, noise_scale), obs=y)

@@ -215,6 +215,10 @@ class NumPyroModel:
         mean_window: rounds over which ``mean`` averages (see module docstring).
         overflow: "raise" or "window" (see module docstring).
         dim: feature dimension for the construction-time check (default 2).
+        w_site: the name of a scalar latent site that, if the model declares it,
+            makes it a latent-w model (``RankTS`` learns w): the model then takes the
+            pair features ``x = (v_{a^l}, v_{a^{l-1}})`` (n, 2d), its theta site has
+            shape (d,), and ``draw`` returns ``(theta (L, d), w (L,))``.
 
     Raises:
         ValueError: the model has no site ``theta_site`` (traced once on dummy data),
@@ -251,6 +255,7 @@ class NumPyroModel:
         mean_window: int = 20,
         overflow: str = "raise",
         dim: int | None = None,
+        w_site: str = "w",
     ):
         if not callable(model):
             raise TypeError(f"model: expected a callable, got {type(model).__name__}")
@@ -274,6 +279,10 @@ class NumPyroModel:
         target_accept_prob = unit_interval(target_accept_prob, "target_accept_prob")
         self.model = model
         self.theta_site = theta_site
+        if not isinstance(w_site, str):
+            raise TypeError(f"w_site: expected a str, got {w_site!r}")
+        self.w_site = w_site
+        self.latent_w = False
         self.n_max = _check_int(n_max, "n_max", 1)
         self.num_warmup = _check_int(num_warmup, "num_warmup", 0)
         self.steps_per_round = _check_int(steps_per_round, "steps_per_round", 1)
@@ -292,7 +301,9 @@ class NumPyroModel:
         self._export_cache: dict = {}
         site_support = self._check_theta_site(self._dim)
         if link is None:
-            link, inferred_support = infer_link(model, theta_site, self._dim)
+            link, inferred_support = infer_link(
+                model, theta_site, self._dim, self.w_site if self.latent_w else None
+            )
             site_support = inferred_support
         self.link = get_link(link)
         if reward_support is None:
@@ -324,6 +335,18 @@ class NumPyroModel:
                 "feature dimension p, or pass dim= the p they expect"
             ) from err
         site = tr.get(self.theta_site)
+        w = tr.get(self.w_site)
+        self.latent_w = (
+            w is not None and w["type"] == "sample" and not w["is_observed"]
+        )
+        if self.latent_w:
+            if p % 2 or jnp.shape(w["value"]) != ():
+                raise ValueError(
+                    f"model: a latent-w model (site {self.w_site!r}) takes pair features "
+                    f"x (n, 2d) and a scalar {self.w_site!r}; got x of shape (n, {p}) "
+                    f"and {self.w_site!r} of shape {jnp.shape(w['value'])}"
+                )
+            p = p // 2
         ok = site is not None and (
             (site["type"] == "sample" and not site["is_observed"])
             or site["type"] == "deterministic"
@@ -334,9 +357,10 @@ class NumPyroModel:
                 f"{self.theta_site!r}; found sites {sorted(tr)}"
             )
         if tuple(jnp.shape(site["value"])) != (p,):
+            want = f"(d,) = ({p},) for pair" if self.latent_w else f"(p,) = ({p},) for"
             raise ValueError(
-                f"model: site {self.theta_site!r} must have shape (p,) = ({p},) for "
-                f"x of shape (n, {p}); got {jnp.shape(site['value'])}"
+                f"model: site {self.theta_site!r} must have shape {want} "
+                f"features x of shape {tuple(x.shape)}; got {jnp.shape(site['value'])}"
             )
         observed = [
             s for s in tr.values() if s["type"] == "sample" and s["is_observed"]
@@ -373,10 +397,17 @@ class NumPyroModel:
         )
 
     def _theta_of(self, mach: Kernel, z, x, y, mask):
+        """The drawn value: theta, or ``(theta, w)`` concatenated (latent w)."""
         site = mach.model_trace[self.theta_site]
         if site["type"] == "sample":
-            return biject_to(site["fn"].support)(z[self.theta_site])
-        return mach.postprocess_gen(x, y, mask)(z)[self.theta_site]
+            theta = biject_to(site["fn"].support)(z[self.theta_site])
+        else:
+            theta = mach.postprocess_gen(x, y, mask)(z)[self.theta_site]
+        if not self.latent_w:
+            return theta
+        wsite = mach.model_trace[self.w_site]
+        w = biject_to(wsite["fn"].support)(z[self.w_site])
+        return jnp.concatenate([theta, jnp.reshape(w, (1,)).astype(theta.dtype)])
 
     def _mask(self, n):
         count = jnp.minimum(n, self.n_max)
@@ -422,7 +453,7 @@ class NumPyroModel:
         )
         x0, y0, m0 = self._empty_data(p)
         theta0 = self._theta_of(mach, mach.hmc0.z, x0, y0, m0)
-        theta = jnp.broadcast_to(jnp.asarray(theta0, dtype), (L, p))
+        theta = jnp.broadcast_to(jnp.asarray(theta0, dtype), (L,) + jnp.shape(theta0))
         zeros_i = jnp.zeros((L,), jnp.result_type(int))
         return NutsState(
             x=jnp.zeros((L, self.n_max, p), dtype),
@@ -511,9 +542,13 @@ class NumPyroModel:
             state: NutsState.
 
         Returns:
-            (theta (L, p), new state).
+            (theta (L, p), new state); for a latent-w model ``((theta (L, d),
+            w (L,)), new state)``.
         """
-        return self._draw_jit(_typed_key(key), state)
+        theta, state = self._draw_jit(_typed_key(key), state)
+        if self.latent_w:
+            return (theta[:, :-1], theta[:, -1]), state
+        return theta, state
 
     def _draw_core(self, key, state):
         if self.refit_every == 1:
@@ -575,8 +610,14 @@ class NumPyroModel:
 
     def mean(self, state: NutsState) -> jax.Array:
         """(L, p) running mean of recent draws (see the module docstring); current
-        after :meth:`refresh` or :meth:`draw`."""
-        return state.theta_mean
+        after :meth:`refresh` or :meth:`draw`; theta only for a latent-w model."""
+        return state.theta_mean[:, :-1] if self.latent_w else state.theta_mean
+
+    def w_mean(self, state: NutsState) -> jax.Array:
+        """(L,) the running mean of the drawn w (latent-w models)."""
+        if not self.latent_w:
+            raise TypeError(f"w_mean: the model has no latent site {self.w_site!r}")
+        return state.theta_mean[:, -1]
 
     def refresh(self, key, state: NutsState) -> NutsState:
         """Advance every chain one round (``steps_per_round`` transitions) so that
@@ -706,6 +747,7 @@ class NumPyroModel:
             "model": path,
             "model_kwargs": kwargs,
             "theta_site": self.theta_site,
+            "w_site": self.w_site,
             "link": self._link_name(),
             "reward_support": self.reward_support,
             **self._options(),

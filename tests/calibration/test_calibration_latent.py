@@ -115,3 +115,18 @@ def test_chain_sampler_refuses_independent_batches():
         m.draws_at_once(jax.random.key(0), state, 3)
     theta_w, _ = m.draw(jax.random.key(0), state)
     assert jnp.shape(theta_w) == (DESIGN.L, DESIGN.d + 1)
+
+
+def test_latent_laplace_is_calibrated_and_the_joint_map_is_not():
+    """A GLM link (logistic, Bernoulli rewards drawn by the generative model): the
+    Laplace likelihood in the 2d relaxation with w collapsed (what RankTS runs)
+    passes; the Laplace approximation at the joint MAP of (theta, w), the
+    alternative, is flagged (its intervals at the position where w matters are
+    mis-sized). The design of ``bayesrank calibrate``: d = 5, 50 impressions."""
+    from bayesrank.calibration.latent import JointMAPDraws
+    from bayesrank.posteriors import LaplaceGLM, LatentLaplace
+
+    model = LatentLaplace(LaplaceGLM("logistic", n_max=50), PRIOR_W)
+    kw = {"design": Design(), "n_obs": 50, "n_sims": 400, "draws": 19}
+    assert p_value(sbc(LatentWDraws(model), **kw)) > 0.01
+    assert p_value(sbc(JointMAPDraws(model), **kw)) < 0.01

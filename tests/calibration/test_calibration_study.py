@@ -13,9 +13,10 @@ def test_model_names_put_inloop_rounds_before_the_negative_control():
     names = registry.model_names(s)
     assert names[:5] == ["GaussianLinear", "GaussianLinearUnknownNoise",
                          "LaplaceGLM-logistic", "LaplaceGLM-exp", "BayesGLM-logistic"]
-    assert names[5:8] == ["LatentW-GaussianLinear", "LatentW-UnknownNoise",
-                          "LatentW-slice-chain"]
-    assert names[8:11] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
+    assert names[5:10] == ["LatentW-GaussianLinear", "LatentW-UnknownNoise",
+                           "LatentLaplace-logistic", "LatentJointMAP-logistic",
+                           "LatentW-slice-chain"]
+    assert names[10:13] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
     assert names[-2:] == ["negative_control", "negative_control-LatentW"]
 
 

@@ -202,9 +202,13 @@ def test_bad_w_is_refused_naming_w(env, case):
         br.RankTS(items=env.items, L=env.L, w=w)
 
 
-def test_latent_w_with_a_non_conjugate_model_names_the_alternative(env):
+class _NoLatentForm:
+    """A posterior bayesrank knows no latent-w form of."""
+
+
+def test_latent_w_with_a_model_without_latent_form_names_the_alternative(env):
     with pytest.raises(TypeError, match="GenRankTS"):
-        br.RankTS(model=br.LaplaceGLM(), items=env.items, L=env.L,
+        br.RankTS(model=_NoLatentForm(), items=env.items, L=env.L,
                   w=dist.Normal(0.0, 1.0))
 
 

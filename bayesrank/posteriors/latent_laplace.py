@@ -1,0 +1,159 @@
+"""Unknown w under a GLM link: a Laplace likelihood in the 2d relaxation, w collapsed.
+
+With a logistic, probit or exp link the likelihood of ``(theta, w_l)`` is not
+conjugate. :class:`LatentLaplace` approximates it the way the Laplace GLM does, but in
+the coordinates where the log-likelihood is concave: the paper's 2d relaxation
+``phi = (theta, w theta)`` over the pair features ``x = (v_{a^l}, v_{a^{l-1}})``, for
+which ``<phi, x> = <theta, v_{a^l} + w v_{a^{l-1}}>``. Each update refits the ridge MAP
+``phi_hat`` of that convex problem (:class:`LaplaceGLM` on the pair features: the
+same buffers, warm Newton steps and Hessian factor) and expands the log-likelihood to
+second order there::
+
+    log p(D | phi) ~ const + phi^T g - 1/2 phi^T H_L phi,
+    H_L = sum_i W_i x_i x_i^T (H minus the ridge),   g = H phi_hat
+
+(``g`` carries the score at the ridge MAP, so the expansion is of the likelihood
+alone, whatever the ridge). Substituting ``phi = (theta, w theta)`` gives exactly the
+statistics of the conjugate model, ``S_aa, S_ap, S_pp`` the blocks of ``H_L`` and
+``(b_a, b_p) = g``, so the rest is :class:`~bayesrank.posteriors.latent_w.LatentW`'s:
+the prior ``theta ~ N(0, s0^2 I)`` and ``p(w)``, theta integrated out in closed form,
+w drawn by the slice chain on its collapsed marginal (or on a grid), theta | w
+Gaussian. The only approximation is the quadratic likelihood in phi, the Laplace
+approximation itself; the bilinear shape of the posterior in (theta, w), which a joint
+Gaussian at the MAP of (theta, w) cannot represent, is kept exactly.
+
+Why this and not a Laplace approximation at the joint MAP of ``(theta, w)``: the joint
+posterior is curved along ``w theta = const`` and skewed in w whenever theta is poorly
+determined; a Gaussian in ``(theta, w)`` makes w's interval symmetric and too narrow
+there. ``bayesrank calibrate`` checks both (``LatentLaplace-logistic`` and the
+``joint-MAP`` reference case; numbers in ``docs/unknown-w.md``).
+
+Example:
+    >>> import jax, jax.numpy as jnp, numpyro.distributions as dist
+    >>> from bayesrank.posteriors import LaplaceGLM, LatentLaplace
+    >>> model = LatentLaplace(LaplaceGLM("logistic", n_max=50), dist.Normal(0.0, 2.0))
+    >>> state = model.init(L=2, p=4)                   # p = 2d: (v_a, v_p)
+    >>> state = model.update(state, jnp.ones((2, 4)), jnp.array([1.0, 0.0]))
+    >>> (theta, w), state = model.draw(jax.random.key(0), state)
+    >>> theta.shape, w.shape
+    ((2, 2), (2,))
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
+from bayesrank.posteriors.latent_w import SLICE_STEPS, LatentW
+
+__all__ = ["LatentLaplace", "LatentLaplaceState"]
+
+
+class LatentLaplaceState(NamedTuple):
+    """The statistics :class:`LatentW` reads (from the quadratic likelihood), the
+    slice chain's position and the Laplace fit over the pair features.
+
+    Example:
+        >>> import numpyro.distributions as dist
+        >>> from bayesrank.posteriors import LaplaceGLM, LatentLaplace
+        >>> m = LatentLaplace(LaplaceGLM("logistic", n_max=20), dist.Normal(0.0, 1.0))
+        >>> state = m.init(L=3, p=4)
+        >>> state.Saa.shape, state.fit.x.shape
+        ((3, 2, 2), (3, 20, 4))
+    """
+
+    Saa: jax.Array  # (L, d, d) the a-a block of H_L
+    Sap: jax.Array  # (L, d, d) the a-p block of H_L
+    Spp: jax.Array  # (L, d, d) the p-p block of H_L
+    ba: jax.Array  # (L, d) the first half of g = H phi_hat
+    bp: jax.Array  # (L, d) the second half of g
+    yy: jax.Array  # (L,) zeros (known dispersion: not used)
+    n: jax.Array  # (L,) observations held
+    w: jax.Array  # (L,) the chain's current w
+    width: jax.Array  # (L,) the slice width
+    fit: LaplaceState  # the ridge MAP and Hessian factor over the pair features
+
+
+class LatentLaplace(LatentW):
+    """Posterior over (theta, w) per position for a GLM link (see the module doc).
+
+    Args:
+        base: a :class:`LaplaceGLM` with link "logistic", "probit" or "exp": the
+            likelihood, the prior scale s0 (theta ~ N(0, s0^2 I)), the buffer
+            ``n_max`` and the Newton settings of the fit.
+        w_prior: a NumPyro distribution over the reals (or an interval), batch shape
+            ``()`` or ``(L,)``.
+        slice_steps: slice-sampler transitions per draw.
+
+    ``RankTS(model=LaplaceGLM("logistic"), items=V, L=L, w=dist.Normal(0, 5))``
+    builds this model. The identity link is exact: it gets :class:`LatentW`.
+
+    Example:
+        >>> import numpyro.distributions as dist
+        >>> from bayesrank.posteriors import LaplaceGLM, LatentLaplace
+        >>> LatentLaplace(LaplaceGLM("probit"), dist.Normal(0.0, 5.0)).link.name
+        'probit'
+    """
+
+    def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):
+        if not isinstance(base, LaplaceGLM) or base.link.name == "identity":
+            raise TypeError(
+                "model: LatentLaplace needs a LaplaceGLM with a logistic, probit or exp "
+                f"link, got {base!r} (the identity link is exact: LatentW)"
+            )
+        prior = GaussianLinear(prior_scale=base.prior_scale, noise_scale=1.0)
+        super().__init__(prior, w_prior, slice_steps=slice_steps)
+        self.laplace = base
+        self.link = base.link
+        self.reward_support = base.reward_support
+
+    def __repr__(self) -> str:
+        return f"LatentLaplace({self.laplace!r}, {type(self.w_prior).__name__}(...))"
+
+    def label(self) -> str:
+        """The model's name in DataTree attributes."""
+        return f"LatentLaplace({self.link.name})"
+
+    def init(self, L: int, p: int) -> LatentLaplaceState:
+        """The prior for L positions over pair features of dimension ``p = 2d``."""
+        stats = super().init(L, p)
+        return LatentLaplaceState(*stats, fit=self.laplace.init(L, p))
+
+    def update(self, state: LatentLaplaceState, x, y, valid=None) -> LatentLaplaceState:
+        """Refit the relaxation's MAP with one more observation per position and
+        re-expand the likelihood there.
+
+        Args:
+            x: (L, 2d) pair features; y: (L,) rewards; valid: (L,) bool.
+        """
+        fit = self.laplace.update(state.fit, x, y, valid)
+        return self._expand(fit, state)
+
+    def _expand(self, fit: LaplaceState, state):
+        """The conjugate statistics of the quadratic likelihood at ``fit``'s MAP."""
+        d = state.ba.shape[1]
+        dtype = state.ba.dtype
+        H = fit.chol @ jnp.swapaxes(fit.chol, -1, -2)
+        g = jnp.einsum("lij,lj->li", H, fit.theta)
+        HL = H - self.laplace.lam * jnp.eye(2 * d, dtype=dtype)
+        HL = 0.5 * (HL + jnp.swapaxes(HL, -1, -2))
+        return state._replace(
+            Saa=HL[:, :d, :d], Sap=HL[:, :d, d:], Spp=HL[:, d:, d:],
+            ba=g[:, :d], bp=g[:, d:], n=fit.n.astype(dtype), fit=fit,
+        )
+
+    def check_rewards(self, y) -> None:
+        """Host-side check: rewards in the likelihood's support."""
+        self.laplace.check_rewards(y)
+
+    def config(self) -> dict:
+        """JSON-able description: the Laplace model and the prior on w."""
+        cfg = super().config()
+        cfg["base"] = {"class": "LaplaceGLM", "config": self.laplace.config()}
+        return cfg
+
+    BASES: dict = {"LaplaceGLM": LaplaceGLM}
