@@ -179,12 +179,11 @@ class JointMAPDraws(LatentWDraws):
 
     Example:
         >>> import jax, numpyro.distributions as dist
-        >>> from bayesrank.calibration.sbc import run_sbc
         >>> from bayesrank.posteriors import LaplaceGLM, LatentLaplace
         >>> m = JointMAPDraws(LatentLaplace(LaplaceGLM("logistic", n_max=10),
         ...                                 dist.Normal(0.0, 1.0)))
-        >>> run_sbc(jax.random.key(0), m, n_sims=2, draws=9, n_obs=10).ranks.shape
-        (2, 12)
+        >>> m.draws_at_once(jax.random.key(0), m.init(L=2, p=3), 5).shape  # (theta, w)
+        (5, 2, 4)
     """
 
     def __init__(self, model):

@@ -12,6 +12,10 @@ its d = 5 variant, the study compares
 * ``Baseline``: the ranked-bandits baseline (ignores the previous item),
 
 all on the same environment with common random numbers (:func:`bayesrank.simulate`).
+A third part runs the d = 5 instance with the logistic link (Bernoulli clicks) and
+the Laplace posterior everywhere (:func:`glm_policies`): RankTS given w, RankTS with
+a prior on w (:class:`~bayesrank.posteriors.LatentLaplace`), GenRankTS, GenRankUCB
+with the authors' alpha and the ranked-bandits assumption (RankTS given w = 0).
 It writes per-round regret curves with 10-90 % bands, a table of cumulative regret
 with 95 % confidence intervals over runs (and the ratio to the oracle, with a
 paired-bootstrap interval), and the posterior of w against the truth over rounds:
@@ -88,6 +92,33 @@ def policies(env, *, delta: float = 0.1) -> dict:
         ),
         "GenRankUCB (Lemma 1)": lambda s: GenRankUCB(V, L, v0, delta=delta, seed=s),
         "Baseline": lambda s: RankedBaseline(V, L, v0, alpha=alpha, delta=delta, seed=s),
+    }
+
+
+def glm_policies(env, *, delta: float = 0.1, n_max: int = 3_000) -> dict:
+    """``{name: factory(seed)}`` of the logistic part: every posterior a
+    ``LaplaceGLM("logistic", n_max=n_max)`` (size the buffer to the horizon)."""
+    from bayesrank.posteriors import LaplaceGLM
+
+    V, w, v0, L = env.items, env.w, env.v0, env.L
+    alpha = authors_alpha(delta)
+
+    def lap():
+        return LaplaceGLM("logistic", n_max=n_max)
+
+    return {
+        "RankTS (known w)": lambda s: RankTS(model=lap(), items=V, w=w, v0=v0, seed=s),
+        "RankTS (latent w)": lambda s: RankTS(model=lap(), items=V, L=L, w=_prior(),
+                                              v0=v0, seed=s),
+        "GenRankTS": lambda s: GenRankTS(V, L, v0, model=lap(), seed=s),
+        # Lemma 3's c1 (the smallest slope) is ~1e-9 on these items: the logistic
+        # slope at 0 instead, as a heuristic width like the authors' alpha
+        "GenRankUCB (authors' alpha, c1 = 1/4)": lambda s: GenRankUCB(
+            V, L, v0, alpha=alpha, delta=delta, model=lap(), c1=0.25, seed=s
+        ),
+        # the ranked-bandits assumption (w = 0) with the same Thompson sampler
+        "Baseline (RankTS, w = 0)": lambda s: RankTS(model=lap(), items=V,
+                                                     w=np.zeros(L), v0=v0, seed=s),
     }
 
 
@@ -178,8 +209,12 @@ def _w_figure(track: dict, path, title: str) -> None:
     plt.close(fig)
 
 
+#: The study's parts: (d, link).
+PARTS = {"d10": (10, "identity"), "d5": (5, "identity"), "d5_logistic": (5, "logistic")}
+
+
 def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int = 0,
-                  progress: bool = True) -> Path:
+                  progress: bool = True, parts=tuple(PARTS)) -> Path:
     """Run the study; write regret curves, w-tracking figures, NetCDF and a report.
 
     Args:
@@ -187,6 +222,7 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         scale: "quick", "medium" or "full" (:data:`SCALES`).
         seed: instance and run seed.
         progress: print a line per part.
+        parts: which of :data:`PARTS` to run (default all).
 
     Returns:
         The path of ``report_unknown-w.md``.
@@ -196,6 +232,9 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
     if scale not in SCALES:
         raise ValueError(f"scale: expected one of {sorted(SCALES)}, got {scale!r}")
     cfg = SCALES[scale]
+    bad = [p for p in parts if p not in PARTS]
+    if bad or not parts:
+        raise ValueError(f"parts: expected names from {sorted(PARTS)}, got {parts!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     report = [
@@ -206,35 +245,46 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         "interval over runs; the ratio to the oracle (RankTS given the true w) with "
         "a paired-bootstrap 95 % interval.\n",
     ]
-    for d in (10, 5):
+    for d, link in (PARTS[p] for p in parts):
         t0 = time.perf_counter()
-        env = RankingEnv.paper(seed=seed, K=100, L=4, d=d, w_max=10.0)
-        ds = simulate(env, policies(env), T=cfg["T"], runs=cfg["runs"], seed=seed,
+        env = RankingEnv.paper(seed=seed, K=100, L=4, d=d, w_max=10.0, link=link)
+        tag = f"d{d}" + ("" if link == "identity" else f"_{link}")
+        glm = link != "identity"
+        pols = glm_policies(env, n_max=cfg["T"]) if glm else policies(env)
+        ds = simulate(env, pols, T=cfg["T"], runs=cfg["runs"], seed=seed,
                       progress=progress)
         ds.attrs["w"] = json.dumps(np.asarray(env.w, float).tolist())
         ds.attrs["d"] = d
-        ds.to_netcdf(out / f"unknown_w_d{d}.nc")
-        fig = plots.regret_curves(ds, window=max(1, cfg["T"] // 150),
-                                  title=f"Unknown w: K=100, L=4, d={d}, max|w| range 10")
-        plots.save(fig, out / f"unknown_w_d{d}.png")
+        ds.attrs["link"] = link
+        ds.to_netcdf(out / f"unknown_w_{tag}.nc")
+        fig = plots.regret_curves(
+            ds, window=max(1, cfg["T"] // 150),
+            title=f"Unknown w: K=100, L=4, d={d}, {link} link, max|w| range 10")
+        plots.save(fig, out / f"unknown_w_{tag}.png")
         rows = summary_table(ds)
-        track = w_tracking(env, cfg["T"], cfg["track_runs"], seed=seed)
-        _w_figure(track, out / f"unknown_w_d{d}_w.png",
-                  f"Posterior of w, RankTS(w=Normal(0, {PRIOR_SD:g})), d={d}: "
+        model = None
+        if glm:
+            from bayesrank.posteriors import LaplaceGLM
+
+            model = LaplaceGLM(link, n_max=cfg["T"])
+        track = w_tracking(env, cfg["T"], cfg["track_runs"], seed=seed, model=model)
+        _w_figure(track, out / f"unknown_w_{tag}_w.png",
+                  f"Posterior of w, RankTS(w=Normal(0, {PRIOR_SD:g})), d={d}, {link}: "
                   f"{track['mean'].shape[0]} runs")
         cov = ", ".join(f"{c:.2f} (round {t})" for t, c in
                         zip(track["rounds"][::3], track["coverage"][::3]))
+        heading = f"d = {d}" + (", logistic link, Laplace posteriors" if glm else "")
         report.append(
-            f"### d = {d}\n\nw = {np.round(np.asarray(env.w, float), 3).tolist()}"
+            f"### {heading}\n\nw = {np.round(np.asarray(env.w, float), 3).tolist()}"
             " (w_1 multiplies v0 = 0 and stays at its prior).\n\n"
-            f"![regret](unknown_w_d{d}.png)\n\n"
+            f"![regret](unknown_w_{tag}.png)\n\n"
             + plots.timing_table(rows, list(rows[0])) + "\n\n"
-            f"![w](unknown_w_d{d}_w.png)\n\nCoverage of the {track['level']:.0%} "
+            f"![w](unknown_w_{tag}_w.png)\n\nCoverage of the {track['level']:.0%} "
             f"intervals of w_2..w_L over {track['mean'].shape[0]} runs: {cov}; "
             f"final: {track['coverage'][-1]:.2f}.\n"
         )
         if progress:
-            print(f"unknown-w d={d}: {time.perf_counter() - t0:.0f} s", flush=True)
+            print(f"unknown-w {tag}: {time.perf_counter() - t0:.0f} s", flush=True)
     path = out / "report_unknown-w.md"
     path.write_text("\n".join(report))
     return path

@@ -165,3 +165,35 @@ def test_bad_latent_glm_input_is_refused_naming_the_argument(case):
     env = br.RankingEnv.paper(seed=0, K=6, L=3, d=2)
     with pytest.raises(exc, match=match):
         br.RankTS(model=model, items=env.items, L=3, w=prior)
+
+
+@pytest.mark.parametrize("make", ["laplace", "nuts"])
+def test_everywhere_rank_ts_works(make):
+    """Requests with context and masks, distinct lists, partial feedback (the state
+    of an unobserved position stays bit for bit), add_items, fit from a log, and
+    simulate, with a GLM posterior and a prior on w."""
+    env = br.RankingEnv.paper(seed=2, K=8, L=3, d=2, link="logistic")
+    model = (LaplaceGLM("logistic", n_max=40) if make == "laplace"
+             else br.BayesGLM("logistic", n_max=40, num_warmup=20))
+    pol = br.RankTS(model=model, items=env.items, L=3, w=dist.Normal(0.0, 3.0),
+                    seed=0, distinct=True)
+    for r in range(4):
+        items = pol.select()
+        pol.update(items, env.sample(jax.random.key(r), items))
+    mask = np.ones(env.K, bool)
+    mask[:3] = False
+    lists = pol.select_batch(v0=np.asarray(env.items[:4]), mask=mask)
+    assert lists.shape == (4, 3) and np.all(lists >= 3)
+    assert all(len(set(r)) == 3 for r in lists.tolist())
+    n_before = np.asarray(pol.state.model.n).copy()
+    pol.update(pol.select(mask=mask), np.array([1.0, np.nan, np.nan]))
+    np.testing.assert_array_equal(np.asarray(pol.state.model.n) - n_before, [1, 0, 0])
+    assert pol.add_items(np.asarray(env.items[:1]) * 0.5).tolist() == [env.K]
+    log = br.ope.collect(env, br.ope.UniformLogger(env.K, 3), 6, seed=1)
+    fresh = br.RankTS(model=model, items=env.items, L=3, w=dist.Normal(0.0, 3.0))
+    fresh.fit(log)
+    assert np.asarray(fresh.state.model.n).tolist() == [6, 6, 6]
+    ds = br.simulate(env, {"latent": lambda s: br.RankTS(
+        model=model, items=env.items, L=3, w=dist.Normal(0.0, 3.0), seed=s)},
+        T=5, runs=2, progress=False)
+    assert np.isfinite(ds["regret"].values).all()
