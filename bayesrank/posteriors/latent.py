@@ -38,8 +38,9 @@ def latent_model(model, w_prior):
     ``w_prior`` on w (see the table above).
 
     Raises:
-        TypeError: a model with no latent-w form (the message names the way out).
-        ValueError / TypeError: an unusable prior (the message names ``w``).
+        TypeError: a model with no latent-w form (the message names the way out), or
+            a prior that is not a NumPyro distribution (the message names ``w``).
+        ValueError: an unusable prior distribution (the message names ``w``).
 
     Example:
         >>> import numpyro.distributions as dist, bayesrank as br
