@@ -46,6 +46,7 @@ from bayesrank.calibration.generative import (
     glm_generative,
     nig_generative,
 )
+from bayesrank.policies.gen_ucb import w_hat
 
 __all__ = ["JointMAPDraws", "LatentWDraws", "latent_w_generative", "pair_features"]
 
@@ -214,8 +215,7 @@ class JointMAPDraws(LatentWDraws):
         f = lambda u: self._objective(u, x, y, mask, l)  # noqa: E731
         grad, hess = jax.grad(f), jax.hessian(f)
         phi = fit.theta[l]
-        n1 = phi[:d] @ phi[:d]
-        w0 = jnp.where(n1 > 0, phi[:d] @ phi[d:] / jnp.where(n1 > 0, n1, 1.0), 0.0)
+        w0 = w_hat(phi)  # the relaxation's estimate <phi_1, phi_2> / ||phi_1||^2
         eye = jnp.eye(d + 1, dtype=x.dtype)
 
         def damped(H):
