@@ -5,38 +5,58 @@
     policy = br.RankTS(model=br.GaussianLinear(), items=env.items, w=env.w, seed=0)
     items = policy.select(); policy.update(items, rewards)
 
-ArviZ, matplotlib and Dask are imported only where diagnostics, plots or distributed
-sweeps are made, so ``import bayesrank`` stays fast.
+Every public name is imported on first use (JAX with it), and ArviZ, matplotlib and
+Dask only where diagnostics, plots or distributed sweeps are made, so ``import
+bayesrank`` and ``bayesrank --help`` stay fast.
 """
 
-from bayesrank import _moved, datasets, ope
-from bayesrank._version import __version__
-from bayesrank.decoding.api import best_list
-from bayesrank.experiments.simulate import simulate
-from bayesrank.model import bounds, links, noise
-from bayesrank.model.env import RankingEnv
-from bayesrank.model.feedback import cascade_rewards
-from bayesrank.policies.baseline import RankedBaseline
-from bayesrank.policies.gen_ts import GenRankTS
-from bayesrank.policies.gen_ucb import GenRankUCB
-from bayesrank.policies.ts import RankTS
-from bayesrank.policies.ucb import RankUCB
-from bayesrank.policies.window_ucb import WindowRankUCB
-from bayesrank.posteriors import GaussianLinear, GaussianLinearUnknownNoise, LaplaceGLM
+import importlib
 
+from bayesrank import _cache, _moved
+from bayesrank._version import __version__
+
+# Before JAX is imported: its persistent compilation cache (see bayesrank._cache).
+_cache.configure_default()
 _moved.install()
+
+#: public name -> the module that defines it. Imported on first use, so that
+#: ``import bayesrank`` (and ``bayesrank --help``) does not import JAX.
+_HOME = {
+    "BayesGLM": "bayesrank.posteriors",
+    "GaussianLinear": "bayesrank.posteriors",
+    "GaussianLinearUnknownNoise": "bayesrank.posteriors",
+    "GenRankTS": "bayesrank.policies.gen_ts",
+    "GenRankUCB": "bayesrank.policies.gen_ucb",
+    "LaplaceGLM": "bayesrank.posteriors",
+    "NumPyroModel": "bayesrank.posteriors",
+    "RankTS": "bayesrank.policies.ts",
+    "RankUCB": "bayesrank.policies.ucb",
+    "RankedBaseline": "bayesrank.policies.baseline",
+    "RankingEnv": "bayesrank.model.env",
+    "WindowRankUCB": "bayesrank.policies.window_ucb",
+    "best_list": "bayesrank.decoding.api",
+    "cascade_rewards": "bayesrank.model.feedback",
+    "compilation_cache": "bayesrank._cache",
+    "simulate": "bayesrank.experiments.simulate",
+}
+#: public submodules: ``br.noise.Gaussian(1.0)``, ``br.ope.evaluate(...)``
+_MODULES = {
+    "bounds": "bayesrank.model.bounds",
+    "datasets": "bayesrank.datasets",
+    "links": "bayesrank.model.links",
+    "noise": "bayesrank.model.noise",
+    "ope": "bayesrank.ope",
+}
 
 
 def __getattr__(name):
-    # NumPyro is imported on first use of the NUTS models, keeping the import light.
-    if name in ("BayesGLM", "NumPyroModel"):
-        from bayesrank import posteriors
-
-        return getattr(posteriors, name)
-    # Modules that moved (``br.decode``, ``br.scores``): import the old path, which
-    # warns and forwards to the new module.
-    if f"bayesrank.{name}" in _moved.MOVED:
-        import importlib
+    if name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name]), name)
+    elif name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    elif f"bayesrank.{name}" in _moved.MOVED:
+        # Modules that moved (``br.decode``, ``br.scores``): import the old path,
+        # which warns and forwards to the new module.
         import warnings
 
         with warnings.catch_warnings():
@@ -44,7 +64,21 @@ def __getattr__(name):
             module = importlib.import_module(f"bayesrank.{name}")
         _moved.warn_moved(f"bayesrank.{name}", stacklevel=3)
         return module
-    raise AttributeError(f"module 'bayesrank' has no attribute {name!r}")
+    elif name.startswith("_"):
+        raise AttributeError(f"module 'bayesrank' has no attribute {name!r}")
+    else:
+        try:  # a subpackage, e.g. ``br.policies`` or ``br.posteriors``
+            value = importlib.import_module(f"bayesrank.{name}")
+        except ModuleNotFoundError:
+            raise AttributeError(
+                f"module 'bayesrank' has no attribute {name!r}"
+            ) from None
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [
@@ -63,6 +97,7 @@ __all__ = [
     "__version__",
     "best_list",
     "cascade_rewards",
+    "compilation_cache",
     "bounds",
     "datasets",
     "links",

@@ -163,9 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     studies_cli.add_parser(sub)
 
-    from bayesrank.calibration.cli import add_parser as add_calibrate
-
-    add_calibrate(sub)
+    c = sub.add_parser(
+        "calibrate", help="simulation-based calibration of the posteriors (SBC)"
+    )
+    c.add_argument("--quick", action="store_true",
+                   help="small scale (under 3 minutes on 2 cores)")
+    c.add_argument("--out", type=Path, default=None,
+                   help="output folder (default calibration[-quick])")
+    c.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                   help="labels to run (default all; see the report for names)")
+    c.add_argument("--seed", type=int, default=0)
     p._subcommands = dict(sub.choices)  # for subcommand-level usage errors
     return p
 

@@ -196,8 +196,8 @@ def test_type_checking_imports_are_not_edges(tmp_path):
 def test_decoders_live_in_one_package():
     top = sorted(p.name for p in PKG.glob("*.py"))
     assert not [n for n in top if n.startswith("decode")], top
-    assert top == ["__init__.py", "__main__.py", "_moved.py", "_validate.py", "_version.py",
-                   "cli.py", "plots.py"]
+    assert top == ["__init__.py", "__main__.py", "_cache.py", "_moved.py", "_static.py",
+                   "_validate.py", "_version.py", "cli.py", "plots.py"]
     for name in ("api", "backward", "bounded", "dense", "dispatch", "graph", "monotone",
                  "native", "prefix", "scores", "search", "separable", "window"):
         assert (PKG / "decoding" / f"{name}.py").is_file(), name

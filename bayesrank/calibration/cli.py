@@ -1,6 +1,9 @@
 """The ``bayesrank calibrate`` command: run the study, write NetCDF, figures, report.
 
 bayesrank calibrate [--quick] [--out DIR] [--models NAME ...]
+
+The subcommand's arguments are declared in :mod:`bayesrank.cli` (building the parser
+imports nothing heavy; importing this package imports JAX).
 """
 
 from __future__ import annotations
@@ -8,21 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-__all__ = ["add_parser", "run_calibrate_cli"]
-
-
-def add_parser(sub) -> None:
-    """Register the ``calibrate`` subcommand on an argparse sub-parser set."""
-    c = sub.add_parser(
-        "calibrate", help="simulation-based calibration of the posteriors (SBC)"
-    )
-    c.add_argument("--quick", action="store_true",
-                   help="small scale (under 3 minutes on 2 cores)")
-    c.add_argument("--out", type=Path, default=None,
-                   help="output folder (default calibration[-quick])")
-    c.add_argument("--models", nargs="+", default=None, metavar="NAME",
-                   help="labels to run (default all; see the report for names)")
-    c.add_argument("--seed", type=int, default=0)
+__all__ = ["run_calibrate_cli"]
 
 
 def run_calibrate_cli(

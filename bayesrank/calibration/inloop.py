@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -43,6 +43,7 @@ from bayesrank.calibration.generative import (
 from bayesrank.calibration.ranks import rank_of
 from bayesrank.calibration.sbc import lag1_autocorrelation, posterior_draws
 from bayesrank.decoding import scores
+from bayesrank.experiments.play import play
 from bayesrank.policies.context import Context
 from bayesrank.policies.ts import rank_ts
 from bayesrank.posteriors.base import update_many
@@ -107,24 +108,46 @@ def bandit_run(key, model, *, T: int, design: Design = Design(),
     params = gen.prior(k_true, L, p)
     diagnose = getattr(model, "diagnostics", None)
 
-    def body(state, k):
-        k_draw, k_list, k_y = jax.random.split(k, 3)
+    round_keys = jax.random.split(k_loop, T)
+
+    def keys(t):
+        k_draw, k_list, k_y = jax.random.split(round_keys[t], 3)
+        return k_draw, k_y, k_list
+
+    def choose(sel, k_list):
+        if lists == "argmax":
+            return sel.items
+        return jax.random.randint(k_list, (L,), 0, K)
+
+    def record(r):
         adapting = (
-            diagnose(state.model)["adapting"] if diagnose is not None
+            diagnose(r.before.model)["adapting"] if diagnose is not None
             else jnp.zeros((L,), bool)
         )
-        state, sel = core.select(k_draw, state, ctx)
-        chosen = (sel.items if lists == "argmax"
-                  else jax.random.randint(k_list, (L,), 0, K))
-        x = scores.list_features(items, W, v0, chosen)
-        y = gen.rewards(k_y, params, x)
-        state = core.update(state, chosen, y, ctx)
-        return state, (sel.params, x, y, adapting)
+        return r.sel.params, truth.features(r.items), r.rewards, adapting
 
-    _, (thetas, x, y, adapting) = jax.lax.scan(
-        body, core.init(), jax.random.split(k_loop, T)
+    truth = _Truth(gen, params, items, W, v0)
+    _, (thetas, x, y, adapting) = play(
+        core, truth, core.init(), T, keys=keys, ctx=ctx, choose=choose, record=record
     )
     return BanditRun(thetas, x, y, params["theta"], adapting)
+
+
+class _Truth(NamedTuple):
+    """The simulated truth as an environment of :func:`play`: rewards from the
+    generative model's likelihood under the true parameters."""
+
+    gen: Any
+    params: Any
+    items: Any
+    W: Any
+    v0: Any
+
+    def features(self, shown):
+        return scores.list_features(self.items, self.W, self.v0, shown)
+
+    def sample(self, key, shown):
+        return self.gen.rewards(key, self.params, self.features(shown))
 
 
 def _check_rounds(rounds) -> tuple:

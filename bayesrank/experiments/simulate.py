@@ -9,6 +9,7 @@ policy is built by ``factory(policy_seed(seed, r))``; its own draws use
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -19,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from bayesrank._validate import check_seed
+from bayesrank.experiments.play import fold_in_keys, play
 
 __all__ = ["USERS", "noise_key", "policy_seed", "run_scan", "simulate"]
 
@@ -55,8 +57,10 @@ USERS = ("fixed", "items")
 
 
 def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
-             ctx=None, users: str = "fixed"):
+             ctx=None, users: str = "fixed", to_go=None):
     """One run as a pure function ``(state, policy_key, noise_key) -> outputs``.
+
+    The round loop is :func:`bayesrank.experiments.play.play`; this sets its hooks.
 
     Args:
         core: a policy's functional core; env: the environment.
@@ -68,42 +72,43 @@ def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
             t's user has a uniformly drawn catalogue item as last item (v0), drawn
             from ``fold_in(fold_in(noise_key, t), USER_STREAM)``; the policy is told
             that v0 and the regret compares with that user's best list.
+        to_go: ``env.to_go(mask)`` for ``users="items"`` (computed when None).
     """
     from bayesrank.decoding.backward import pick
     from bayesrank.policies.context import Context
 
     if ctx is None:
         ctx = Context(env.v0, jnp.ones(env.K, bool))
+    context = None
     if users == "items":
-        bw = env.to_go(ctx.mask[: env.K])
+        bw = env.to_go(ctx.mask[: env.K]) if to_go is None else to_go
+
+        def context(t, nk):
+            u = jax.random.randint(jax.random.fold_in(nk, USER_STREAM), (), 0, env.K)
+            envt = env.with_v0(env.items[u])
+            best_items = pick(envt.first_scores(envt.v0), bw, ctx.mask[: env.K])[0]
+            c = ctx._replace(v0=envt.v0.astype(ctx.v0.dtype))
+            return envt, envt.expected_reward(best_items), c
+
+    def record(r):
+        out = (r.best - r.env.expected_reward(r.items), jnp.sum(r.rewards))
+        return out + (r.items,) if record_lists else out
 
     def run(state, pkey, nkey):
-        def step(state, t):
-            nk = jax.random.fold_in(nkey, t)
-            if users == "items":
-                u = jax.random.randint(
-                    jax.random.fold_in(nk, USER_STREAM), (), 0, env.K
-                )
-                envt = env.with_v0(env.items[u])
-                best_items = pick(envt.first_scores(envt.v0), bw, ctx.mask[: env.K])[0]
-                bv = envt.expected_reward(best_items)
-                c = ctx._replace(v0=envt.v0.astype(ctx.v0.dtype))
-            else:
-                envt, bv, c = env, best_value, ctx
-            state, sel = core.select(jax.random.fold_in(pkey, t), state, c)
-            items = sel.items
-            rewards = envt.sample(nk, items)
-            state = core.update(state, items, rewards, c)
-            regret = bv - envt.expected_reward(items)
-            out = (regret, jnp.sum(rewards))
-            if record_lists:
-                out = out + (items,)
-            return state, out
-
-        _, outs = jax.lax.scan(step, state, jnp.arange(T))
-        return outs
+        return play(core, env, state, T, keys=fold_in_keys(pkey, nkey), ctx=ctx,
+                    best=best_value, context=context, record=record)[1]
 
     return run
+
+
+@functools.partial(jax.jit, static_argnames=("T", "record_lists", "users", "batched"))
+def _play_runs(core, env, states, pkeys, nkeys, best, ctx, to_go, *, T, record_lists,
+               users, batched):
+    """Runs of one policy, compiled once per configuration (core, env and shapes are
+    arguments): vmapped over runs when ``batched``."""
+    run = run_scan(core, env, T, best, record_lists, ctx=ctx, users=users,
+                   to_go=to_go)
+    return jax.vmap(run)(states, pkeys, nkeys) if batched else run(states, pkeys, nkeys)
 
 
 #: The stream of user contexts, folded into each round's noise key.
@@ -222,11 +227,14 @@ def simulate(
             bv = env.best(mask=mask)[1]
         else:
             bv = env.best_value
-        run = run_scan(first.core, env, T, jnp.asarray(bv), record_lists,
-                       ctx=first.context(), users=users)
+        ctx = first.context()
+        to_go = env.to_go(ctx.mask[: env.K]) if users == "items" else None
         vm = getattr(first, "vmappable", True)
         size = chunk_runs or (runs if vm else 1)
-        fn = jax.jit(jax.vmap(run)) if vm else jax.jit(run)
+        fn = functools.partial(
+            _play_runs, first.core, env, best=jnp.asarray(bv), ctx=ctx, to_go=to_go,
+            T=int(T), record_lists=bool(record_lists), users=users, batched=vm,
+        )
         chunks = range(0, runs, size)
         if progress:
             from tqdm import tqdm

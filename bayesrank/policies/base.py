@@ -20,6 +20,7 @@ import numpy as np
 from bayesrank._validate import check_seed
 from bayesrank.model.env import check_lists
 from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
+from bayesrank.policies import program
 from bayesrank.policies.core import PolicyCore
 from bayesrank.policies.history import DEFAULT_CAPACITY, History, check_capacity
 from bayesrank.policies.persist import load_policy, save_policy
@@ -133,29 +134,6 @@ def model_from_config(cfg: dict, override=None):
     return cls.from_config(cfg["config"])
 
 
-def _changed(new, old) -> tuple:
-    """``new``'s fields (a NamedTuple state, traced), None for a field whose leaves
-    are all ``old``'s, unchanged.
-
-    A jitted function that returns an input unchanged still copies it; the class's
-    select returns only what the step changed (for a closed-form posterior, nothing
-    but the selection; the item vectors, (K, d), never) and :func:`_merge` puts the
-    state back together.
-    """
-    leaves = jax.tree_util.tree_leaves
-    return tuple(
-        None if all(a is b for a, b in zip(leaves(n), leaves(o))) else n
-        for n, o in zip(new, old)
-    )
-
-
-def _merge(changed: tuple, old):
-    """``old`` with the fields that :func:`_changed` returned."""
-    if all(c is None for c in changed):
-        return old
-    return type(old)(*(o if c is None else c for c, o in zip(changed, old)))
-
-
 class Policy:
     """Holds a functional core and one state; subclasses are short constructors.
 
@@ -201,46 +179,14 @@ class Policy:
         self._history = History(self.L, self.items.shape[1], DEFAULT_CAPACITY)
         self._default_ctx()
 
-        def select_t(key, t, state, ctx):
-            new, sel = core.select(jax.random.fold_in(key, t), state, ctx)
-            return _changed(new, state), sel, t + 1
-
-        def update_select_t(key, t, state, ctx, pending):
-            # A single-list update that arrived since the last select is applied
-            # here, in the same compiled call (one dispatch per round, not two).
-            lists, rewards, v0u = pending
-            new = core.update(state, lists, rewards, Context(v0u, None))
-            # Update, then select: XLA on CPU would otherwise interleave the two on
-            # its thread pool (150 us fused in turn against 200 us interleaved at
-            # K = 100, 2 cores). Items and flags pass outside (never copied).
-            model, est, key = jax.lax.optimization_barrier((new.model, new.est, key))
-            new = new._replace(model=model, est=est)
-            new, sel = core.select(jax.random.fold_in(key, t), new, ctx)
-            return _changed(new, state), sel, t + 1
-
-        def batch_t(key, t, state, ctxs):
-            return core.select_batch(jax.random.fold_in(key, t), state, ctxs)
-
-        def update_many(state, lists, rewards, v0s):
-            def body(s, row):
-                it, r, v = row
-                return core.update(s, it, r, Context(v, None)), None
-
-            return jax.lax.scan(body, state, (lists, rewards, v0s))[0]
-
-        def scores(params, items, v0):
-            tabs = core.tables
-            if tabs.kind == "window":
-                return tabs.window(params, items, v0)
-            rest = tabs.rest(params, items)
-            return tabs.first(params, items, rest, v0), tabs.dense(rest)
-
-        self._select = jax.jit(select_t)
-        self._update_select = jax.jit(update_select_t)
-        self._select_batch = jax.jit(batch_t)
-        self._update = jax.jit(core.update)
-        self._update_many = jax.jit(update_many)
-        self._scores = jax.jit(scores)
+        # the compiled programs are module-level and shared by every policy of this
+        # configuration (:mod:`bayesrank.policies.program`); only the core is bound
+        prog = program.bind(core)
+        self._select, self._update_select = prog.select, prog.update_select
+        self._select_batch, self._update = prog.select_batch, prog.update
+        self._update_many, self._scores = prog.update_many, prog.scores
+        self._features_prog = prog.features
+        self._announce = prog.new  # say so on the first select (it compiles)
 
     def _default_ctx(self) -> None:
         """The constructor's v0 and mask as device arrays, padded to the capacity."""
@@ -315,6 +261,9 @@ class Policy:
                 constructor's mask (or every item).
         """
         ctx = self.context(v0, mask)
+        if self._announce:
+            self._announce = False
+            program.announce(type(self).__name__)
         t_dev = self._t_dev if self._t_dev is not None else jnp.asarray(self._t)
         old = self._state
         if self._pending is None:
@@ -323,7 +272,7 @@ class Policy:
             out, sel, t_next = self._update_select(
                 self.key, t_dev, old, ctx, self._pending
             )
-        self.state = _merge(out, old)
+        self.state = program.merge(out, old)
         self._last, self._last_v0 = sel, ctx.v0
         items = np.asarray(sel.items)
         self._last_items = (items, sel.items)  # host and device copies
@@ -553,14 +502,8 @@ class Policy:
         v = np.asarray(self.v0 if v0 is None else v0, float)
         v = np.broadcast_to(v, lists.shape[:-1] + (d,)).reshape(-1, d)
         flat = jnp.asarray(lists.reshape(-1, self.L), jnp.int32)
-        feats = self._features_fn()(self.state.items, flat, jnp.asarray(v))
+        feats = self._features_prog(self.state.items, flat, jnp.asarray(v))
         return np.asarray(feats).reshape(lists.shape + (-1,))
-
-    def _features_fn(self):
-        fn = getattr(self, "_feats_jit", None)
-        if fn is None:
-            fn = self._feats_jit = jax.jit(jax.vmap(self._features, in_axes=(None, 0, 0)))
-        return fn
 
     def posterior_mean(self) -> np.ndarray:
         """(L, p) posterior mean of each position's parameter (for the UCB policies,

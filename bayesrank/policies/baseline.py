@@ -97,7 +97,6 @@ class RankedBaseline(UCBPolicy):
         else:
             estimate = Thompson(self.model)
             tables = LinearTables(zeros, self.model.link)
-        self._features = item_features
         core = compose(self.model, item_features, estimate, tables, V, L=L,
                        p=V.shape[1], distinct=self.distinct)
         self._setup(core, seed)

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from bayesrank._static import Part
 from bayesrank.decoding import scores
 from bayesrank.model.bounds import lemma1_width
 from bayesrank.policies.tables import apply_link
@@ -106,7 +107,7 @@ def _first_bonus(rest: BonusRest, params: UCBParams, z0, mean, link):
     return apply_link(link, mean + params.width[0] * jnp.sqrt(jnp.maximum(sq, 0.0)))
 
 
-class UCBTables:
+class UCBTables(Part):
     """RankUCB's optimistic scores for known weights w (L,).
 
     With ``w = 0`` at positions 2..L the scores do not depend on the previous item
@@ -152,7 +153,7 @@ class UCBTables:
         return dense_bonus(rest, self.link)
 
 
-class GenUCBTables:
+class GenUCBTables(Part):
     """GenRankUCB's optimistic scores over phi = (theta, w theta) in R^{2d}."""
 
     kind = "bonus"
@@ -254,7 +255,7 @@ def gram_bonus_sq(chol, items, w, v0):
     return jnp.maximum(first_sq, 0.0), jnp.maximum(pairs_sq, 0.0)
 
 
-class WindowUCBTables:
+class WindowUCBTables(Part):
     """winRankUCB's optimistic tables for a window of S-1 > 1 previous items."""
 
     kind = "window"

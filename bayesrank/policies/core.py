@@ -25,12 +25,12 @@ ones), so items can be added at run time without rebuilding the core.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from bayesrank._static import Part
 from bayesrank.decoding.dispatch import backward, decode_tables, pick
 from bayesrank.policies.context import Context
 
@@ -77,8 +77,13 @@ class Selection(NamedTuple):
     params: Any
 
 
-class PolicyCore(NamedTuple):
-    """Pure functions of a policy (see the module docstring).
+class PolicyCore(Part):
+    """Pure functions of a policy (see the module docstring), over its parts.
+
+    A core is a JAX pytree (:class:`bayesrank._static.Part`): its arrays (the initial
+    item vectors, the dependency weights inside its tables and features) are leaves
+    and the rest is static, so a core passed as an *argument* to a jitted function
+    compiles once per configuration (:mod:`bayesrank.policies.program`).
 
     Example:
         >>> import jax, bayesrank as br
@@ -92,11 +97,91 @@ class PolicyCore(NamedTuple):
         [1, 1, 1, 1]
     """
 
-    init: Callable[[], PolicyState]
-    select: Callable[[Any, PolicyState, Context], tuple[PolicyState, Selection]]
-    update: Callable[[PolicyState, Any, Any, Context], PolicyState]
-    select_batch: Callable[[Any, PolicyState, Context], tuple[PolicyState, Selection]]
-    tables: Any  # the tables part (rebuilds scores from Selection.params)
+    def __init__(self, model, features, estimate, tables, items, *, L, p, distinct):
+        self.model, self.features, self.estimate = model, features, estimate
+        self.tables = tables  # the tables part (rebuilds scores from Selection.params)
+        self.items0 = jnp.asarray(items)
+        self.L, self.p, self.distinct = int(L), int(p), bool(distinct)
+
+    def init(self) -> PolicyState:
+        """The state before any impression."""
+        return PolicyState(
+            self.model.init(self.L, self.p),
+            self.estimate.init(self.L, self.p),
+            self.items0,
+            jnp.ones(self.items0.shape[0], bool),
+        )
+
+    def _decode(self, params, state, ctx):
+        tables, mask = self.tables, ctx.mask & state.active
+        if tables.kind == "window":
+            tabs = tables.window(params, state.items, ctx.v0)
+            return decode_tables(tables, None, tabs, mask, distinct=self.distinct)
+        rest = tables.rest(params, state.items)
+        first = tables.first(params, state.items, rest, ctx.v0)
+        return decode_tables(tables, first, rest, mask, distinct=self.distinct)
+
+    def select(self, key, state, ctx) -> tuple[PolicyState, Selection]:
+        """One request: ``(state, Selection)``; the list is ``Selection.items``."""
+        params, mstate = self.estimate(key, state.model, state.est)
+        chosen, value = self._decode(params, state, ctx)
+        return state._replace(model=mstate), Selection(chosen, value, params)
+
+    def update(self, state, lists, rewards, ctx) -> PolicyState:
+        """Learn from one shown list (L,) and its rewards (L,) (NaN: not observed)."""
+        rewards = jnp.asarray(rewards)
+        valid = jnp.isfinite(rewards)
+        y = jnp.where(valid, rewards, jnp.zeros_like(rewards))
+        x = self.features(state.items, lists, ctx.v0)
+        return state._replace(
+            model=self.model.update(state.model, x, y, valid),
+            est=self.estimate.update(state.est, x, valid),
+        )
+
+    def select_batch(self, key, state, ctxs) -> tuple[PolicyState, Selection]:
+        """B requests: ctxs.v0 (B, d), ctxs.mask (B, Kc) or (Kc,) for a shared mask."""
+        tables, estimate = self.tables, self.estimate
+        shared_mask = ctxs.mask.ndim == 1
+        ctx_axes = Context(0, None if shared_mask else 0)
+        if estimate.random:
+            # One independent draw per request (MCMC chains are not advanced: every
+            # request's draw starts from the current chain state).
+            params = estimate.batch(key, state.model, state.est, ctxs.v0.shape[0])
+
+            def one(p, ctx):
+                chosen, value = self._decode(p, state, ctx)
+                return Selection(chosen, value, p)
+
+            return state, jax.vmap(one, in_axes=(0, ctx_axes))(params, ctxs)
+        if tables.kind == "window" or self.distinct:
+            keys = jax.random.split(key, ctxs.v0.shape[0])
+            sel = jax.vmap(self.select, in_axes=(0, None, ctx_axes))(keys, state, ctxs)
+            return state, sel[1]
+        params, mstate = estimate(key, state.model, state.est)
+        rest = tables.rest(params, state.items)
+        firsts = jax.vmap(lambda v0: tables.first(params, state.items, rest, v0))(
+            ctxs.v0
+        )
+        if shared_mask:
+            mask = ctxs.mask & state.active
+            bw = backward(tables, rest, mask)
+            chosen, value = jax.vmap(lambda f: pick(f, bw, mask))(firsts)
+        else:
+
+            def one(f, m):
+                m = m & state.active
+                return pick(f, backward(tables, rest, m), m)
+
+            chosen, value = jax.vmap(one)(firsts, ctxs.mask)
+        return state._replace(model=mstate), Selection(chosen, value, params)
+
+    def scores(self, params, items, v0):
+        """The tables of an estimate: ``(first, pairs)``, or the window tables."""
+        tabs = self.tables
+        if tabs.kind == "window":
+            return tabs.window(params, items, v0)
+        rest = tabs.rest(params, items)
+        return tabs.first(params, items, rest, v0), tabs.dense(rest)
 
 
 def compose(
@@ -133,75 +218,5 @@ def compose(
         >>> sel.items.shape
         (4,)
     """
-    items0 = jnp.asarray(items)
-    window = tables.kind == "window"
-
-    def init():
-        return PolicyState(
-            model.init(L, p),
-            estimate.init(L, p),
-            items0,
-            jnp.ones(items0.shape[0], bool),
-        )
-
-    def _decode(params, state, ctx):
-        mask = ctx.mask & state.active
-        if window:
-            tabs = tables.window(params, state.items, ctx.v0)
-            return decode_tables(tables, None, tabs, mask, distinct=distinct)
-        rest = tables.rest(params, state.items)
-        first = tables.first(params, state.items, rest, ctx.v0)
-        return decode_tables(tables, first, rest, mask, distinct=distinct)
-
-    def select(key, state, ctx):
-        params, mstate = estimate(key, state.model, state.est)
-        chosen, value = _decode(params, state, ctx)
-        return state._replace(model=mstate), Selection(chosen, value, params)
-
-    def update(state, lists, rewards, ctx):
-        rewards = jnp.asarray(rewards)
-        valid = jnp.isfinite(rewards)
-        y = jnp.where(valid, rewards, jnp.zeros_like(rewards))
-        x = features(state.items, lists, ctx.v0)
-        return state._replace(
-            model=model.update(state.model, x, y, valid),
-            est=estimate.update(state.est, x, valid),
-        )
-
-    def select_batch(key, state, ctxs):
-        """B requests: ctxs.v0 (B, d), ctxs.mask (B, Kc) or (Kc,) for a shared mask."""
-        shared_mask = ctxs.mask.ndim == 1
-        ctx_axes = Context(0, None if shared_mask else 0)
-        if estimate.random:
-            # One independent draw per request (MCMC chains are not advanced: every
-            # request's draw starts from the current chain state).
-            params = estimate.batch(key, state.model, state.est, ctxs.v0.shape[0])
-
-            def one(p, ctx):
-                chosen, value = _decode(p, state, ctx)
-                return Selection(chosen, value, p)
-
-            return state, jax.vmap(one, in_axes=(0, ctx_axes))(params, ctxs)
-        if window or distinct:
-            keys = jax.random.split(key, ctxs.v0.shape[0])
-            sel = jax.vmap(select, in_axes=(0, None, ctx_axes))(keys, state, ctxs)[1]
-            return state, sel
-        params, mstate = estimate(key, state.model, state.est)
-        rest = tables.rest(params, state.items)
-        firsts = jax.vmap(lambda v0: tables.first(params, state.items, rest, v0))(
-            ctxs.v0
-        )
-        if shared_mask:
-            mask = ctxs.mask & state.active
-            bw = backward(tables, rest, mask)
-            chosen, value = jax.vmap(lambda f: pick(f, bw, mask))(firsts)
-        else:
-
-            def one(f, m):
-                m = m & state.active
-                return pick(f, backward(tables, rest, m), m)
-
-            chosen, value = jax.vmap(one)(firsts, ctxs.mask)
-        return state._replace(model=mstate), Selection(chosen, value, params)
-
-    return PolicyCore(init, select, update, select_batch, tables)
+    return PolicyCore(model, features, estimate, tables, items, L=L, p=p,
+                      distinct=distinct)

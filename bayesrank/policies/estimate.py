@@ -24,13 +24,14 @@ import math
 import jax
 import jax.numpy as jnp
 
+from bayesrank._static import Part
 from bayesrank.policies.bonus import UCBParams, confidence_width
 from bayesrank.posteriors.linalg import chol_update, logdet_increment
 
 __all__ = ["Optimistic", "Thompson"]
 
 
-class Thompson:
+class Thompson(Part):
     """A Thompson draw ``theta (L, p)`` from the posterior.
 
     Args:
@@ -75,7 +76,7 @@ class Thompson:
         return jax.vmap(lambda k: self.model.draw(k, mstate)[0])(keys)
 
 
-class Optimistic:
+class Optimistic(Part):
     """``UCBParams(theta_hat, width / c1, chol)`` from the posterior mean.
 
     Args:

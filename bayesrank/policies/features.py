@@ -13,23 +13,28 @@ pure and jittable; ``v0`` is the "previous item" of position 1.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import jax.numpy as jnp
 
+from bayesrank._static import Part
 from bayesrank.decoding import scores
 
-__all__ = ["item_features", "pair_features", "window_features"]
+__all__ = ["WindowFeatures", "item_features", "pair_features", "window_features"]
 
 
-def window_features(W) -> Callable:
+class WindowFeatures(Part):
+    """Features for known window weights W (L, S-1); p = d. W is a pytree leaf, so
+    policies with other weights share one compiled program."""
+
+    def __init__(self, W):
+        self.W = jnp.asarray(W)
+
+    def __call__(self, items, lists, v0):
+        return scores.list_features(items, self.W.astype(items.dtype), v0, lists)
+
+
+def window_features(W) -> WindowFeatures:
     """Features for known window weights W (L, S-1); p = d."""
-    W = jnp.asarray(W)
-
-    def fn(items, lists, v0):
-        return scores.list_features(items, W.astype(items.dtype), v0, lists)
-
-    return fn
+    return WindowFeatures(W)
 
 
 def pair_features(items, lists, v0):

@@ -91,7 +91,6 @@ class GenRankTS(Policy):
         self.model = model
         self.items, self.w, self.v0 = V, W, v0a
         self.distinct = bool(distinct)
-        self._features = pair_features
         self.vmappable = bool(getattr(model, "vmappable", True))
         self._setup(gen_rank_ts(model, V, L, distinct=self.distinct), seed)
 

@@ -125,7 +125,6 @@ class GenRankUCB(UCBPolicy):
         self.m3 = m3
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
         args = self._width_args(math.sqrt(2.0) * self._norm_max())
-        self._features = pair_features
         self._setup(gen_rank_ucb(self.model, V, L, distinct=self.distinct, **args), seed)
 
     def _m2_width(self) -> float:

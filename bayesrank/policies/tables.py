@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
+from bayesrank._static import Part
 from bayesrank.decoding import scores
 
 __all__ = [
@@ -50,7 +51,7 @@ def apply_link(link, z):
     return z if link.name == "identity" else link.mean(z)
 
 
-class LinearTables:
+class LinearTables(Part):
     """Scores ``f(<theta^l, v_j + w_l v_i>)`` of a point estimate theta (L, p).
 
     Separable for the identity link, monotone otherwise. ``w`` (L,) is the known
@@ -122,7 +123,7 @@ class PairTables(LinearTables):
         return apply_link(self.link, rest.first_part + phi[0, d:] @ v0)
 
 
-class WindowTables:
+class WindowTables(Part):
     """Scores of a point estimate with a window of S-1 previous items (S > 2)."""
 
     kind = "window"

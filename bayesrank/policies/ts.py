@@ -126,7 +126,6 @@ class RankTS(Policy):
         self.model = model
         self.items, self.w, self.v0 = V, W, v0a
         self.distinct = bool(distinct)
-        self._features = window_features(W2)
         self.vmappable = bool(getattr(model, "vmappable", True))
         self._setup(rank_ts(model, V, W2, distinct=self.distinct), seed)
 
@@ -163,7 +162,6 @@ class RankTS(Policy):
         self.w = None
         self._array_args = ("items", "v0")
         self.distinct = bool(distinct)
-        self._features = pair_features
         self.vmappable = bool(getattr(latent, "vmappable", True))
         self._setup(rank_ts_latent_w(latent, V, L, distinct=self.distinct), seed)
 

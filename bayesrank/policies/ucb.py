@@ -341,6 +341,5 @@ class RankUCB(UCBPolicy):
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
         x_max = (1.0 + np.abs(W).max()) * self._norm_max()
         args = self._width_args(x_max)
-        self._features = window_features(W[:, None])
         self._setup(rank_ucb(self.model, V, W[:, None], distinct=self.distinct, **args),
                     seed)

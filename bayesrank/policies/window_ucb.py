@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from bayesrank.policies.base import check_items_w_v0
-from bayesrank.policies.features import window_features
 from bayesrank.policies.ucb import UCBPolicy, rank_ucb
 
 __all__ = ["WindowRankUCB"]
@@ -83,5 +82,4 @@ class WindowRankUCB(UCBPolicy):
         self._init_common(model, delta, lam, alpha, m2, c1, distinct, mask)
         x_max = (1.0 + np.abs(W2).sum(axis=1).max()) * self._norm_max()
         args = self._width_args(x_max)
-        self._features = window_features(W2)
         self._setup(rank_ucb(self.model, V, W2, distinct=self.distinct, **args), seed)

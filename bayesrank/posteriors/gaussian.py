@@ -71,6 +71,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._static import Part
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
@@ -287,7 +288,7 @@ def refined_mean(chol, prec, prec_lo, b, b_lo):
     return m + linalg.chol_solve(chol, r)
 
 
-class _ConjugateLinear:
+class _ConjugateLinear(Part):
     """Prior handling, shape guards and host-side helpers shared by both models."""
 
     link = get_link("identity")

@@ -71,6 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, log_ndtr
 
+from bayesrank._static import Part, jit_method
 from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
@@ -285,7 +286,11 @@ def newton_map(link: str, lam, x, y, mask, theta0, tol, max_iter: int, chol0=Non
 
 
 # ----------------------------------------------------------------------- model
-class LaplaceGLM:
+#: LaplaceGLM.update compiled once per model configuration (not per instance).
+_UPDATE = jit_method("_update_core")
+
+
+class LaplaceGLM(Part):
     """GLM posterior per position by the Laplace approximation at the regularised MLE.
 
     Args:
@@ -354,7 +359,6 @@ class LaplaceGLM:
             if name == "identity"
             else None
         )
-        self._update_jit = jax.jit(self._update_core)
 
     def __repr__(self) -> str:
         return (
@@ -418,7 +422,7 @@ class LaplaceGLM:
         valid = jnp.ones((L,), bool) if valid is None else jnp.asarray(valid)
         if valid.shape != (L,):
             raise ValueError(f"valid: expected a (L,) = ({L},) bool array, got {valid.shape}")
-        return self._update_jit(state, x, y, valid.astype(bool))
+        return _UPDATE(self, state, x, y, valid.astype(bool))
 
     def _update_core(self, state: LaplaceState, x, y, valid) -> LaplaceState:
         L, n_max, p = state.x.shape

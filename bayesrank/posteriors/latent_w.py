@@ -51,6 +51,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -58,6 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._static import Part, jit_method
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
@@ -123,7 +125,11 @@ class LatentWState(NamedTuple):
     width: jax.Array  # (L,) the slice width, tracking the chain's steps
 
 
-class LatentW:
+#: Jitted methods shared by every LatentW of one configuration (see ``jitted``).
+_JITTED: dict = {}
+
+
+class LatentW(Part):
     """A conjugate per-position posterior over (theta, w) with w latent.
 
     Args:
@@ -179,13 +185,13 @@ class LatentW:
         return f"LatentW({type(self.base).__name__})"
 
     def jitted(self, name: str):
-        """``jax.jit`` of the method ``name`` (cached per model): the exact summaries
+        """``jax.jit`` of the method ``name`` (compiled once per model configuration): the exact summaries
         (:meth:`w_mean`, :meth:`w_sd`, :meth:`w_quantiles`, :meth:`mean`) evaluate
         thousands of small factorisations and are slow op by op."""
-        cache = self.__dict__.setdefault("_jit_cache", {})
-        if name not in cache:
-            cache[name] = jax.jit(getattr(self, name))
-        return cache[name]
+        fn = _JITTED.get(name)
+        if fn is None:
+            fn = _JITTED[name] = jit_method(name)
+        return functools.partial(fn, self)
 
     # ----------------------------------------------------------------- the prior
     def _theta_prior(self, d: int, dtype):

@@ -73,6 +73,7 @@ from numpyro.distributions import biject_to
 from numpyro.infer.util import potential_energy as _potential_energy
 from numpyro.primitives import Messenger
 
+from bayesrank._static import Part, jit_method
 from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import models
 from bayesrank.posteriors.base import check_reward_support
@@ -187,7 +188,14 @@ def _raise_overflow(full, n_max):
 _check_int = check_int
 
 
-class NumPyroModel:
+#: The models' jitted steps, compiled once per model configuration: the model is
+#: an argument (a pytree; its kernel caches are carried, not compared).
+_UPDATE = jit_method("_update_core", static_argnums=5)
+_DRAW = jit_method("_draw_core")
+_POTENTIAL = jit_method("_potential_core")
+
+
+class NumPyroModel(Part):
     """Any NumPyro model ``model(x, y=None)`` per position, sampled by warm NUTS.
 
     Args:
@@ -235,6 +243,8 @@ class NumPyroModel:
     #: compiled ``lax.scan``): batched NUTS trees wait for the longest tree, so a
     #: vmap over runs is slower than a loop on CPU (measured in benchmarks/nuts.py).
     vmappable = False
+    #: per-instance caches of kernels built from the compared settings
+    _derived = ("_cache", "_export_cache", "_schedule")
 
     def __init__(
         self,
@@ -312,9 +322,6 @@ class NumPyroModel:
         self._schedule = Schedule(
             self.num_warmup, self.readapt_growth, self.target_accept_prob
         )
-        self._update_jit = jax.jit(self._update_core, static_argnums=4)
-        self._draw_jit = jax.jit(self._draw_core)
-        self._potential_jit = jax.jit(self._potential_core)
 
     # ------------------------------------------------------------------ model
     def _masked_model(self, x, y, mask):
@@ -428,7 +435,7 @@ class NumPyroModel:
         x = jnp.asarray(x, jnp.result_type(float))
         y = jnp.asarray(y, jnp.result_type(float))
         mask = jnp.ones(y.shape, bool) if mask is None else jnp.asarray(mask, bool)
-        return self._potential_jit(z, x, y, mask)
+        return _POTENTIAL(self, z, x, y, mask)
 
     def _potential_core(self, z, x, y, mask):
         return _potential_energy(self._masked_model, (x, y, mask), {}, z)
@@ -504,8 +511,8 @@ class NumPyroModel:
         )
         if self.overflow == "raise" and concrete:
             _raise_overflow(np.asarray(valid) & (np.asarray(state.n) >= n_max), n_max)
-            return self._update_jit(state, x, y, valid, False)
-        return self._update_jit(state, x, y, valid, self.overflow == "raise")
+            return _UPDATE(self, state, x, y, valid, False)
+        return _UPDATE(self, state, x, y, valid, self.overflow == "raise")
 
     def _update_core(self, state, x, y, valid, check):
         L, n_max, p = state.x.shape
@@ -545,7 +552,7 @@ class NumPyroModel:
             (theta (L, p), new state); for a latent-w model ``((theta (L, d),
             w (L,)), new state)``.
         """
-        theta, state = self._draw_jit(_typed_key(key), state)
+        theta, state = _DRAW(self, _typed_key(key), state)
         if self.latent_w:
             return (theta[:, :-1], theta[:, -1]), state
         return theta, state

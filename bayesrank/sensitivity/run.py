@@ -101,18 +101,19 @@ def _play(core, env, T: int, best):
 
     The same keys per round as :func:`bayesrank.experiments.simulate.run_scan`.
     """
+    from bayesrank.experiments.play import fold_in_keys, play
     from bayesrank.policies.context import Context
 
     ctx = Context(env.v0, jnp.ones(env.K, bool))
 
-    def run(state, pkey, nkey):
-        def step(state, t):
-            state, sel = core.select(jax.random.fold_in(pkey, t), state, ctx)
-            rewards = env.sample(jax.random.fold_in(nkey, t), sel.items)
-            state = core.update(state, sel.items, rewards, ctx)
-            return state, (best - env.expected_reward(sel.items), sel.items, rewards)
+    def record(r):
+        return r.best - r.env.expected_reward(r.items), r.items, r.rewards
 
-        state, (regret, items, rewards) = jax.lax.scan(step, state, jnp.arange(T))
+    def run(state, pkey, nkey):
+        state, (regret, items, rewards) = play(
+            core, env, state, T, keys=fold_in_keys(pkey, nkey), ctx=ctx, best=best,
+            record=record,
+        )
         return state, regret, items, rewards
 
     return run

@@ -1,0 +1,142 @@
+"""Compiled once per configuration: policy objects share their programs."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+
+import bayesrank as br
+from bayesrank._static import Part, static_key
+from bayesrank.experiments.play import fold_in_keys, play
+from bayesrank.policies import program
+
+STEPS = ("select", "update_select")
+
+
+def _round(policy, env, t=0):
+    items = policy.select()
+    policy.update(items, np.asarray(env.sample(jax.random.key(t), items)))
+    policy.select()
+
+
+def _sizes():
+    return {s: program.cache_size(s) for s in STEPS}
+
+
+FAMILIES = {
+    "RankTS": lambda env, s: br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=s),
+    "RankUCB": lambda env, s: br.RankUCB(items=env.items, w=env.w, v0=env.v0, seed=s),
+    "latent-w RankTS": lambda env, s: br.RankTS(
+        items=env.items, L=env.L, v0=env.v0, w=dist.Normal(0.0, 5.0), seed=s
+    ),
+    "GenRankUCB": lambda env, s: br.GenRankUCB(items=env.items, L=env.L, seed=s),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_second_policy_of_one_configuration_compiles_nothing(family):
+    make = FAMILIES[family]
+    env = br.RankingEnv.paper(seed=1, K=12, L=3, d=4)
+    _round(make(env, 0), env)
+    before = _sizes()
+    # another seed, other item vectors and other weights: the same configuration
+    other = br.RankingEnv.paper(seed=2, K=12, L=3, d=4)
+    _round(make(other, 7), other, t=1)
+    assert _sizes() == before
+    # the check can fail: another configuration (L = 2) compiles new programs
+    small = br.RankingEnv.paper(seed=2, K=12, L=2, d=4)
+    _round(make(small, 7), small)
+    assert all(_sizes()[s] > before[s] for s in STEPS)
+
+
+def test_shared_programs_give_each_policy_its_own_answer():
+    """Sharing a program never shares data: each policy's lists equal those of a
+    policy built alone in a fresh program cache (its own reference run)."""
+    env_a = br.RankingEnv.paper(seed=3, K=15, L=3, d=4)
+    env_b = br.RankingEnv.paper(seed=4, K=15, L=3, d=4)
+
+    def lists(env, seed):
+        policy = br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=seed)
+        out = []
+        for t in range(15):
+            items = policy.select()
+            policy.update(items, np.asarray(env.sample(jax.random.key(t), items)))
+            out.append(items)
+        return np.stack(out)
+
+    a, b = lists(env_a, 0), lists(env_b, 1)
+    with jax.disable_jit():  # the reference: no compiled program at all
+        ref_a, ref_b = lists(env_a, 0), lists(env_b, 1)
+    np.testing.assert_array_equal(a, ref_a)
+    np.testing.assert_array_equal(b, ref_b)
+    assert not np.array_equal(a, b)
+
+
+class _Affine(Part):
+    def __init__(self, scale, shift, prior=None):
+        self.scale, self.shift, self.prior = scale, jnp.asarray(shift), prior
+
+    def apply(self, x):
+        return self.scale * x + self.shift
+
+
+def test_parts_are_pytrees_with_static_settings_compared_by_value():
+    f = jax.jit(lambda part, x: part.apply(x))
+    assert float(f(_Affine(2.0, 1.0), 1.0)) == 3.0
+    assert float(f(_Affine(2.0, 5.0), 1.0)) == 7.0  # shift is a leaf: no recompile
+    assert f._cache_size() == 1
+    assert float(f(_Affine(3.0, 5.0), 1.0)) == 8.0  # scale is static: a new program
+    assert f._cache_size() == 2
+    leaves = jax.tree_util.tree_leaves(_Affine(2.0, [1.0, 2.0], dist.Normal(0.0, 1.0)))
+    assert [leaf.shape for leaf in leaves] == [(2,)]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (2.0, 2.0, True),
+        (2.0, 2, False),  # a float and an int trace differently
+        (dist.Normal(0.0, 5.0), dist.Normal(0.0, 5.0), True),
+        (dist.Normal(0.0, 5.0), dist.Normal(0.0, 4.0), False),
+        (dist.Normal(0.0, 5.0), dist.Cauchy(0.0, 5.0), False),
+        (br.links.get_link("logistic"), br.links.get_link("logistic"), True),
+        (br.links.get_link("logistic"), br.links.get_link("probit"), False),
+        (np.arange(3.0), np.arange(3.0), True),
+        (np.arange(3.0), np.arange(3.0) + 1, False),
+        ({"a": 1}, {"a": 1}, True),
+        (object(), object(), False),  # unknown objects: by identity
+    ],
+)
+def test_static_key_is_equal_exactly_for_equal_values(a, b, equal):
+    assert (static_key(a) == static_key(b)) is equal
+
+
+@pytest.mark.parametrize("family", ["RankTS", "RankUCB", "latent-w RankTS"])
+def test_play_equals_the_policy_classes_loop(family):
+    """The one round loop (simulate, sweeps, in-loop calibration) against the
+    friendly class driven by hand: the same lists, rewards and state."""
+    env = br.RankingEnv.paper(seed=5, K=10, L=3, d=3)
+    make = FAMILIES[family]
+    policy, nkey, T = make(env, 4), jax.random.key(9), 25
+    state0 = policy.state
+
+    def record(r):
+        return r.items, r.rewards
+
+    state, (items, rewards) = jax.jit(
+        lambda s: play(policy.core, env, s, T, keys=fold_in_keys(policy.key, nkey),
+                       ctx=policy.context(), record=record)
+    )(state0)
+    for t in range(T):
+        shown = policy.select()
+        np.testing.assert_array_equal(shown, items[t])
+        r = np.asarray(env.sample(jax.random.fold_in(nkey, t), shown))
+        np.testing.assert_allclose(r, rewards[t])
+        policy.update(shown, r)
+    for got, want in zip(jax.tree_util.tree_leaves(state.model),
+                         jax.tree_util.tree_leaves(policy.state.model)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9,
+                                   atol=1e-12)
