@@ -17,7 +17,10 @@ Clearing it is deleting that folder (``bayesrank.compilation_cache()`` returns i
 it holds only XLA executables, which JAX re-creates when missing or stale (the key
 includes the jax and jaxlib versions and the device).
 Every program is written, however quick its compilation: a first round at
-K = 10,000 compiles several programs of 0.1-0.2 s each.
+K = 10,000 compiles several programs of 0.1-0.2 s each. The cache is bounded
+(:data:`MAX_BYTES`, least recently used programs go first), which also makes JAX lock
+each read and write, so processes sharing it (pytest-xdist workers, Dask workers)
+never read a half-written program.
 """
 
 from __future__ import annotations
@@ -26,7 +29,12 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["MIN_COMPILE_SECONDS", "compilation_cache", "default_cache_dir"]
+__all__ = ["MAX_BYTES", "MIN_COMPILE_SECONDS", "compilation_cache", "default_cache_dir"]
+
+#: The cache's size bound (bytes). A bound makes JAX evict the least recently used
+#: programs *and* lock each read and write (the filelock package): without it, a
+#: process can read a program another is still writing, and crash.
+MAX_BYTES = 2 << 30
 
 #: Programs that compile faster than this are not written (0: every program).
 MIN_COMPILE_SECONDS = 0.0
@@ -47,6 +55,7 @@ def _apply(path: Path | None) -> Path | None:
         return None
     jax.config.update("jax_enable_compilation_cache", True)
     jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
     if jax.config.jax_persistent_cache_min_compile_time_secs > MIN_COMPILE_SECONDS:
         jax.config.update(
             "jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS
@@ -116,5 +125,6 @@ def configure_default() -> None:
         os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
         return
     os.environ["JAX_COMPILATION_CACHE_DIR"] = str(path)
+    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(MAX_BYTES)
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
                           str(MIN_COMPILE_SECONDS))

@@ -1,6 +1,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 # Many tests build the same computation from fresh closures, which the in-memory jit
 # cache cannot share; JAX's persistent cache is keyed by the compiled program, so they
@@ -11,6 +13,9 @@ _JAX_CACHE = Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-com
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_JAX_CACHE))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+# bounded, so JAX locks reads and writes: the two xdist workers share the cache, and an
+# unlocked read of a program the other worker is writing crashes the reader
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import jax  # noqa: E402
@@ -32,6 +37,53 @@ LONGEST_FIRST = [
 ]
 
 
+#: The heavy tier (``pytest -m heavy``, run by .ci/run after the default tier): NUTS
+#: reference runs, calibration studies, sweeps, the CLI end to end and the notebooks'
+#: execution. The default tier still touches each of these surfaces at small sizes
+#: (the modules' docstring examples, tests/test_cache.py's command-line checks).
+HEAVY = (
+    "tests/test_notebooks.py::test_notebook_runs",
+    "tests/test_cli.py",
+    "tests/calibration/test_calibration_cli.py",
+    "tests/calibration/test_calibration_sbc.py",
+    "tests/calibration/test_calibration_study.py",
+    "tests/calibration/test_calibration_inloop.py",
+    "tests/posteriors/test_nuts_posterior.py",
+    "tests/sensitivity/test_sensitivity.py",
+    "tests/studies/test_study_obd.py",
+    # measured at 15-65 s each on a cold cache (2 cores): NUTS and latent-w GLM runs,
+    # convergence checks, vmap-against-loop equivalences at larger sizes
+    "tests/posteriors/test_latent_glm.py",
+    "tests/calibration/test_calibration_latent.py",
+    "bayesrank/calibration/latent.py::bayesrank.calibration.latent.JointMAPDraws",
+    "bayesrank/posteriors/nuts.py::bayesrank.posteriors.nuts.BayesGLM",
+    "bayesrank/posteriors/latent_nuts.py::",
+    "bayesrank/posteriors/latent_w.py::bayesrank.posteriors.latent_w.LatentW",
+    "tests/decoding/test_prefix.py::test_vmap_equals_one_by_one",
+    "tests/decoding/test_native.py::test_early_rounds_score_fewer_pairs",
+    "tests/posteriors/test_laplace_posterior.py::test_jit_scan_and_vmap_over_runs",
+    "tests/policies/test_unknown_w.py::test_posterior_holds_w_draws",
+    "tests/experiments/test_simulate.py::test_nuts_policy_runs_run_by_run",
+    "tests/policies/test_fit.py::test_nuts_fit",
+    "tests/policies/test_glm_ucb.py::test_glm_ucb_learns[nuts]",
+    "tests/policies/test_bonus.py::test_window_bonuses_equal_per_tuple_norms",
+    "tests/policies/test_ts.py::test_core_jits_and_vmaps",
+    "tests/policies/test_ts.py::test_window_model_learns",
+    "tests/policies/test_estimate.py::test_thompson_draws_have_the_posteriors_mean",
+    "tests/policies/test_ucb.py::test_baseline_stays_suboptimal_and_rank_ucb",
+    "tests/policies/test_ucb.py::test_with_w_zero_every_policy_converges",
+    "tests/decoding/test_prefix.py::test_late_rounds_score_a_small_part",
+    "tests/studies/test_ope_study.py::test_writes_report_plots_and_netcdf",
+    "bayesrank/posteriors/latent_laplace.py::bayesrank.posteriors.latent_laplace",
+    "bayesrank/posteriors/nuts.py::bayesrank.posteriors.nuts.NutsState",
+    "bayesrank/sensitivity/plots.py::bayesrank.sensitivity.plots.diagnostics_table",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the markers
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(HEAVY):
+            item.add_marker(pytest.mark.heavy)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -115,6 +115,27 @@ def _play_runs(core, env, states, pkeys, nkeys, best, ctx, to_go, *, T, record_l
 USER_STREAM = 0x05E2
 
 
+class _Bar:
+    """Progress over one policy's runs. Its first chunk compiles the policy's
+    programs (unless this configuration ran before in the process, or its programs are
+    in the persistent cache), which can take seconds: the bar says so until it is done,
+    so nothing looks hung."""
+
+    def __init__(self, name: str, runs: int, index: int, count: int):
+        from tqdm import tqdm
+
+        self.name = f"[{index + 1}/{count}] {name}"
+        self.bar = tqdm(total=runs, desc=f"{self.name} (compiling, first runs)",
+                        unit="run", leave=False)
+
+    def advance(self, n: int) -> None:
+        self.bar.set_description(self.name, refresh=False)
+        self.bar.update(n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def _stack(trees):
     return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *trees)
 
@@ -156,7 +177,8 @@ def simulate(
         chunk_runs: runs vmapped at once (bounds memory); default all, or 1 for
             policies that cannot be vmapped (NUTS), which then run one by one.
         record_lists: also return the chosen lists (policy, run, round, position).
-        progress: show a progress bar over chunks.
+        progress: show a progress bar over each policy's runs (it says when the
+            first chunk is compiling).
         users: ``"fixed"`` (every round's user has the env's v0) or ``"items"``
             (each round's user has a uniformly drawn catalogue item as last item;
             the policy is told it, and the regret is against that user's best
@@ -235,14 +257,8 @@ def simulate(
             _play_runs, first.core, env, best=jnp.asarray(bv), ctx=ctx, to_go=to_go,
             T=int(T), record_lists=bool(record_lists), users=users, batched=vm,
         )
-        chunks = range(0, runs, size)
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(chunks, desc=name, unit="chunk", leave=False)
-        else:
-            bar = chunks
-        for c0 in bar:
+        bar = _Bar(name, runs, p, len(names)) if progress else None
+        for c0 in range(0, runs, size):
             idx = range(c0, min(c0 + size, runs))
             pols = [
                 first if r == 0 else policies[name](policy_seed(seed, r)) for r in idx
@@ -262,6 +278,10 @@ def simulate(
             regret[p, sl], reward[p, sl] = outs[0], outs[1]
             if record_lists:
                 lists[p, sl] = outs[2]
+            if bar is not None:
+                bar.advance(len(pols))
+        if bar is not None:
+            bar.close()
         seconds[p] = time.perf_counter() - start
 
     coords = {"policy": names, "run": np.arange(runs), "round": np.arange(T)}

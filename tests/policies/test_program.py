@@ -53,23 +53,32 @@ def test_a_second_policy_of_one_configuration_compiles_nothing(family):
 
 
 def test_shared_programs_give_each_policy_its_own_answer():
-    """Sharing a program never shares data: each policy's lists equal those of a
-    policy built alone in a fresh program cache (its own reference run)."""
-    env_a = br.RankingEnv.paper(seed=3, K=15, L=3, d=4)
-    env_b = br.RankingEnv.paper(seed=4, K=15, L=3, d=4)
+    """Sharing a program never shares data: each policy's lists equal those of its
+    own core driven through per-instance ``jax.jit`` closures (no shared program)."""
+    env_a = br.RankingEnv.paper(seed=3, K=6, L=2, d=3)
+    env_b = br.RankingEnv.paper(seed=4, K=6, L=2, d=3)
 
-    def lists(env, seed):
+    def lists(env, seed, shared):
         policy = br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=seed)
-        out = []
-        for t in range(15):
-            items = policy.select()
-            policy.update(items, np.asarray(env.sample(jax.random.key(t), items)))
+        core, ctx = policy.core, policy.context()
+        select, update = jax.jit(core.select), jax.jit(core.update)  # closures
+        state, out = core.init(), []
+        for t in range(12):
+            if shared:
+                items = policy.select()
+            else:
+                state, sel = select(jax.random.fold_in(policy.key, t), state, ctx)
+                items = np.asarray(sel.items)
+            r = np.asarray(env.sample(jax.random.key(t), items))
+            if shared:
+                policy.update(items, r)
+            else:
+                state = update(state, items, r, ctx)
             out.append(items)
         return np.stack(out)
 
-    a, b = lists(env_a, 0), lists(env_b, 1)
-    with jax.disable_jit():  # the reference: no compiled program at all
-        ref_a, ref_b = lists(env_a, 0), lists(env_b, 1)
+    a, b = lists(env_a, 0, True), lists(env_b, 1, True)
+    ref_a, ref_b = lists(env_a, 0, False), lists(env_b, 1, False)
     np.testing.assert_array_equal(a, ref_a)
     np.testing.assert_array_equal(b, ref_b)
     assert not np.array_equal(a, b)
