@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="w_l is drawn from U(-w_max, w_max) (default 10)",
     )
     d.add_argument("--seed", type=_int, default=0)
-    d.add_argument("--quick", action="store_true", help="a tiny run (seconds)")
+    d.add_argument("--quick", action="store_true", help="a tiny run (about 30 s on 2 cores, compilation included)")
 
     r = sub.add_parser(
         "reproduce", help="reproduce the paper's figures and timing table"
@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="which part (default all)",
     )
     r.add_argument(
-        "--quick", action="store_true", help="small scale: a couple of minutes"
+        "--quick", action="store_true",
+        help="small scale (2 cores: all 3 min; unknown-w about 13 min)"
     )
     r.add_argument(
         "--scale",
@@ -167,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrate", help="simulation-based calibration of the posteriors (SBC)"
     )
     c.add_argument("--quick", action="store_true",
-                   help="small scale (under 3 minutes on 2 cores)")
+                   help="small scale (about 3.5 minutes on 2 cores)")
     c.add_argument("--out", type=Path, default=None,
                    help="output folder (default calibration[-quick])")
     c.add_argument("--models", nargs="+", default=None, metavar="NAME",

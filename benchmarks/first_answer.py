@@ -1,6 +1,7 @@
 """Time to the first answer: cold process, warm cache, second instance, steady round.
 
     python benchmarks/first_answer.py [--K 100 10000] [--families RankTS RankUCB ...]
+    python benchmarks/first_answer.py --quick       # K = 100, RankTS and RankUCB
 
 For each policy family and catalogue size K, fresh Python processes measure the
 first round (build the policy, select, update, select) with
@@ -97,8 +98,12 @@ def main() -> None:
     ap.add_argument("--families", nargs="+", default=list(FAMILIES),
                     choices=list(FAMILIES), metavar="FAMILY")
     ap.add_argument("--steady-rounds", type=int, default=30)
+    ap.add_argument("--quick", action="store_true",
+                    help="K = 100, RankTS and RankUCB, 10 steady rounds")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        args.K, args.families, args.steady_rounds = [100], ["RankTS", "RankUCB"], 10
     if args.child:
         family, K, n = args.child
         print(json.dumps(child(family, int(K), int(n))))

@@ -31,7 +31,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     st.add_argument("name", choices=sorted(STUDIES), help="which study")
     st.add_argument(
-        "--quick", action="store_true", help="small scale: 2-3 minutes on two cores"
+        "--quick", action="store_true", help="small scale (2 cores: obd about 1 min, ope about 5 min)"
     )
     st.add_argument(
         "--out",
