@@ -59,6 +59,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 
@@ -69,6 +70,8 @@ import numpy as np
 from bayesrank.decoding.checks import as_float
 from bayesrank.decoding.monotone import backward_in_jit
 from bayesrank.decoding.prefix import ucb_backward_prefix
+
+_log = logging.getLogger(__name__)
 
 #: The version of ``bayesrank.decoding._prefix_scan`` this module was written for; a build of
 #: another version (say, left over in an editable install after the C source
@@ -95,7 +98,8 @@ def _load():
 _prefix_scan = _load()
 
 __all__ = [
-    "KERNEL_VERSION", "USE_NATIVE", "available", "default_threads", "ffi_ready", "in_use",
+    "KERNEL_VERSION", "USE_NATIVE", "available", "default_threads", "ffi_ready",
+    "ffi_status", "in_use",
     "ucb_backward_fast",
     "ucb_backward_native", "ucb_backward_native_in_jit",
 ]
@@ -201,8 +205,13 @@ def _ffi_call(arrs, mask, threads: int):
 def ffi_ready() -> bool:
     """Whether the kernel runs as an XLA FFI call: its handler registered with this
     jax and checked once on a small instance against the host call (the handler
-    speaks XLA's FFI C API of the vendored header; a jax whose XLA rejects it gets
-    ``jax.pure_callback`` instead, with a warning)."""
+    speaks XLA's FFI C API of the vendored header; a jax whose XLA rejects it, e.g.
+    an older XLA speaking an older API version, gets ``jax.pure_callback`` instead).
+
+    The fallback is a designed path, not an error: the same results, with the
+    arguments copied (slower at catalogue scale). It is decided once per process and
+    logged once at INFO level on the ``bayesrank.decoding.native`` logger, with the
+    reason; ``ffi_status()`` returns it."""
     if "ok" not in _ffi_state:
         _ffi_state["ok"] = False
         if _prefix_scan is None:
@@ -223,11 +232,19 @@ def ffi_ready() -> bool:
             if not ok:
                 raise RuntimeError("the FFI call disagrees with the host call")
             _ffi_state["ok"] = True
+            _ffi_state["why"] = "registered and checked against the host call"
         except Exception as err:  # noqa: BLE001 - any failure: use the callback
-            warnings.warn(f"bayesrank: the C kernel's XLA FFI handler is not usable "
-                          f"with this jax ({err}); using jax.pure_callback",
-                          RuntimeWarning, stacklevel=2)
+            _ffi_state["why"] = (f"the C kernel's XLA FFI handler is not usable with "
+                                 f"jax {jax.__version__} ({err}); using "
+                                 "jax.pure_callback")
+            _log.info("bayesrank: %s", _ffi_state["why"])
     return _ffi_state["ok"]
+
+
+def ffi_status() -> tuple[bool, str]:
+    """``(whether the FFI call is used, why)``, deciding it first if needed."""
+    ok = ffi_ready()
+    return ok, _ffi_state.get("why", "the C extension is not built")
 
 
 def ucb_backward_native_in_jit(A, B, Ua, Ub, c, mask):
