@@ -67,7 +67,8 @@ def static_key(value):
     if isinstance(value, jax.Array):
         try:
             return static_key(np.asarray(value))
-        except Exception:  # a tracer: never equal to another
+        except (jax.errors.ConcretizationTypeError,
+                jax.errors.TracerArrayConversionError):  # a tracer: never shared
             return ("id", id(value))
     if isinstance(value, functools.partial):
         return ("partial", static_key(value.func), static_key(value.args),

@@ -19,8 +19,8 @@ import numpy as np
 
 from bayesrank._validate import check_seed
 from bayesrank.model.env import check_lists
-from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
 from bayesrank.policies import program
+from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
 from bayesrank.policies.core import PolicyCore
 from bayesrank.policies.history import DEFAULT_CAPACITY, History, check_capacity
 from bayesrank.policies.persist import load_policy, save_policy
