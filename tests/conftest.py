@@ -80,10 +80,29 @@ HEAVY = (
 )
 
 
+@pytest.fixture(autouse=True)
+def _forget_programs_traced_under_a_patch(request):
+    """Programs are compiled once per configuration and shared (module-level jits), and
+    module globals such as a decoder's size thresholds are read when a program is
+    traced. A test that monkeypatches them would leave programs traced under the patch
+    to every later test of its worker; forget them when such a test ends."""
+    yield
+    if "monkeypatch" in request.fixturenames:
+        jax.clear_caches()
+
+
+#: measured node ids (exact match), see the file's header
+HEAVY_MEASURED = frozenset(
+    line.strip()
+    for line in (Path(__file__).with_name("heavy-measured.txt")).read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+)
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m selects on the markers
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.nodeid.startswith(HEAVY):
+        if item.nodeid.startswith(HEAVY) or item.nodeid in HEAVY_MEASURED:
             item.add_marker(pytest.mark.heavy)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
