@@ -12,12 +12,11 @@ bayesrank`` and ``bayesrank --help`` stay fast.
 
 import importlib
 
-from bayesrank import _cache, _moved
+from bayesrank import _cache
 from bayesrank._version import __version__
 
 # Before JAX is imported: its persistent compilation cache (see bayesrank._cache).
 _cache.configure_default()
-_moved.install()
 
 #: public name -> the module that defines it. Imported on first use, so that
 #: ``import bayesrank`` (and ``bayesrank --help``) does not import JAX.
@@ -32,20 +31,20 @@ _HOME = {
     "RankTS": "bayesrank.policies.ts",
     "RankUCB": "bayesrank.policies.ucb",
     "RankedBaseline": "bayesrank.policies.baseline",
-    "RankingEnv": "bayesrank.model.env",
+    "RankingEnv": "bayesrank.simulation.env",
     "WindowRankUCB": "bayesrank.policies.window_ucb",
     "best_list": "bayesrank.decoding.api",
     "cascade_rewards": "bayesrank.model.feedback",
     "compilation_cache": "bayesrank._cache",
-    "simulate": "bayesrank.experiments.simulate",
+    "simulate": "bayesrank.simulation.simulate",
 }
 #: public submodules: ``br.noise.Gaussian(1.0)``, ``br.ope.evaluate(...)``
 _MODULES = {
-    "bounds": "bayesrank.model.bounds",
     "datasets": "bayesrank.datasets",
     "links": "bayesrank.model.links",
     "noise": "bayesrank.model.noise",
     "ope": "bayesrank.ope",
+    "theorems": "bayesrank.theorems",
 }
 
 
@@ -54,16 +53,6 @@ def __getattr__(name):
         value = getattr(importlib.import_module(_HOME[name]), name)
     elif name in _MODULES:
         value = importlib.import_module(_MODULES[name])
-    elif f"bayesrank.{name}" in _moved.MOVED:
-        # Modules that moved (``br.decode``, ``br.scores``): import the old path,
-        # which warns and forwards to the new module.
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            module = importlib.import_module(f"bayesrank.{name}")
-        _moved.warn_moved(f"bayesrank.{name}", stacklevel=3)
-        return module
     elif name.startswith("_"):
         raise AttributeError(f"module 'bayesrank' has no attribute {name!r}")
     else:
@@ -98,10 +87,10 @@ __all__ = [
     "best_list",
     "cascade_rewards",
     "compilation_cache",
-    "bounds",
     "datasets",
     "links",
     "noise",
     "ope",
     "simulate",
+    "theorems",
 ]

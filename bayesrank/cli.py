@@ -223,7 +223,7 @@ def main(argv=None) -> int:
         subparser.error(f"--quick: conflicts with --scale {args.scale}")
     try:
         if args.command == "demo":
-            from bayesrank.experiments.demo import run_demo
+            from bayesrank.studies.paper.demo import run_demo
 
             run_demo(
                 out=args.out,
@@ -235,7 +235,7 @@ def main(argv=None) -> int:
                 quick=args.quick,
             )
         elif args.command == "reproduce":
-            from bayesrank.experiments.reproduce import reproduce
+            from bayesrank.studies.paper.reproduce import reproduce
 
             reproduce(
                 args.what,
@@ -245,7 +245,7 @@ def main(argv=None) -> int:
                 scale=args.scale,
             )
         elif args.command == "sweep":
-            from bayesrank.sensitivity.cli import run_sweep_cli
+            from bayesrank.studies.sensitivity.cli import run_sweep_cli
 
             run_sweep_cli(
                 args.config,
@@ -255,15 +255,13 @@ def main(argv=None) -> int:
                 scheduler=args.scheduler,
             )
         elif args.command == "bench":
-            from bayesrank.experiments.bench import run_bench
-
-            run_bench(args.which, quick=args.quick)
+            _run_bench(args.which, quick=args.quick)
         elif args.command == "study":
             from bayesrank.studies import cli as studies_cli
 
             studies_cli.run(args)
         elif args.command == "calibrate":
-            from bayesrank.calibration.cli import run_calibrate_cli
+            from bayesrank.studies.calibration.cli import run_calibrate_cli
 
             run_calibrate_cli(
                 quick=args.quick, out=args.out, models=args.models, seed=args.seed
@@ -272,6 +270,32 @@ def main(argv=None) -> int:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         subparser.exit(2, f"bayesrank {args.command}: error: {msg}\n")
     return 0
+
+
+def _run_bench(which=(), quick: bool = False) -> None:
+    """Run the checkout's ``benchmarks/NAME.py`` scripts (all, or those named), each in
+    a fresh Python process, so that a first-answer figure is a cold process's."""
+    import subprocess
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            "benchmarks: no benchmarks/ folder beside this installation; run from a "
+            "source checkout (pip install -e .)"
+        )
+    scripts = {p.stem: p for p in sorted(folder.glob("*.py")) if not p.stem.startswith("_")}
+    names = list(which) or list(scripts)
+    unknown = [n for n in names if n not in scripts]
+    if unknown:
+        raise ValueError(
+            f"which: unknown benchmark(s) {unknown}; expected some of {sorted(scripts)}"
+        )
+    for name in names:
+        print(f"\n## benchmarks/{name}.py\n", flush=True)
+        cmd = [sys.executable, str(scripts[name])] + (["--quick"] if quick else [])
+        code = subprocess.run(cmd, check=False).returncode
+        if code:
+            raise SystemExit(f"bayesrank bench: benchmarks/{name}.py failed (exit {code})")
 
 
 if __name__ == "__main__":  # pragma: no cover

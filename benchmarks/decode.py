@@ -51,7 +51,7 @@ def main() -> None:
     from bayesrank.decoding.api import best_list
     from bayesrank.decoding.dense import decode_in_jit, dp_decode
     from bayesrank.decoding.separable import separable_decode
-    from bayesrank.model.env import RankingEnv
+    from bayesrank.simulation.env import RankingEnv
 
     reps = 20 if args.quick else 200
     rows: list[tuple[str, int, int, float, str]] = []

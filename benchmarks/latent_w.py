@@ -83,7 +83,7 @@ def simulate_cost(T: int, runs: int) -> list[dict]:
     timed on its second call; and the whole ``br.simulate`` call (compile included)."""
     import jax.numpy as jnp
 
-    from bayesrank.experiments.simulate import noise_key, run_scan
+    from bayesrank.simulation.simulate import noise_key, run_scan
 
     env = br.RankingEnv.paper(seed=0, K=100, L=4, d=10, w_max=10.0)
     pols = {

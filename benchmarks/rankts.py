@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 from _common import machine, table, timeit  # noqa: E402
 
 import bayesrank as br  # noqa: E402
-from bayesrank.experiments.simulate import noise_key, run_scan  # noqa: E402
+from bayesrank.simulation.simulate import noise_key, run_scan  # noqa: E402
 
 PAPER_MS = 729.57  # the paper's RankTS ART at K = 100
 

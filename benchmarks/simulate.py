@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, table  # noqa: E402
 
 import bayesrank as br  # noqa: E402
-from bayesrank.experiments.demo import authors_alpha, paper_policies  # noqa: E402
+from bayesrank.studies.paper.demo import authors_alpha, paper_policies  # noqa: E402
 
 
 def timed(env, policies, T, runs):

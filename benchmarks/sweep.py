@@ -42,7 +42,7 @@ def grid_config(cells: int, T: int, runs: int, batch_cells: int, seed: int) -> d
 
 
 def time_sweep(cfg: dict, executor: str, processes: bool = True) -> float:
-    from bayesrank.sensitivity import parse_config, run_sweep
+    from bayesrank.studies.sensitivity import parse_config, run_sweep
 
     spec = parse_config(cfg)
     with tempfile.TemporaryDirectory() as out:

@@ -32,7 +32,7 @@ from _common import parse  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-from bayesrank.model.env import RankingEnv
+from bayesrank.simulation.env import RankingEnv
 from bayesrank.policies.ucb import RankUCB
 
 

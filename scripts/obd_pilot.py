@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 import bayesrank as br
-from bayesrank.studies import obd
+from bayesrank.studies.obd import study as obd
 
 
 def main(T: int = 400, runs: int = 3) -> None:

@@ -11,9 +11,8 @@ import pytest
 import xarray as xr
 
 import bayesrank as br
-from bayesrank import cli
-from bayesrank.experiments import reproduce as rep
-from bayesrank.model import bounds
+from bayesrank import cli, theorems
+from bayesrank.studies.paper import reproduce as rep
 
 
 def run_cli(*args):
@@ -160,13 +159,13 @@ def _check_tightness_constants(folder):
     t = np.arange(1, T + 1)
     np.testing.assert_allclose(
         ds["bound"].sel(policy="RankUCB").values,
-        bounds.rank_ucb_bound(t, L=4, d=10, lam=1.0, delta=0.1, m1=m1, m2=m2,
+        theorems.rank_ucb_bound(t, L=4, d=10, lam=1.0, delta=0.1, m1=m1, m2=m2,
                               w_max=w_max),
         rtol=1e-6,
     )
     np.testing.assert_allclose(
         ds["bound"].sel(policy="RankTS").values,
-        bounds.rank_ts_bound(t, L=4, d=10, m1=m1, m2=m2, w_max=w_max),
+        theorems.rank_ts_bound(t, L=4, d=10, m1=m1, m2=m2, w_max=w_max),
         rtol=1e-6,
     )
     # and the runs were configured with them

@@ -31,18 +31,18 @@ API = ROOT / "docs" / "api"
 #: :func:`public_modules`.
 PUBLIC_MODULES = [
     "bayesrank",
-    "bayesrank.model.env",
+    "bayesrank.simulation.env",
     "bayesrank.model.feedback",
     "bayesrank.decoding",
     "bayesrank.posteriors",
     "bayesrank.policies",
     "bayesrank.ope",
-    "bayesrank.experiments",
-    "bayesrank.plots",
-    "bayesrank.sensitivity",
-    "bayesrank.calibration",
-    "bayesrank.studies.obd",
-    "bayesrank.studies.ope_study",
+    "bayesrank.simulation",
+    "bayesrank.studies.plots",
+    "bayesrank.studies.sensitivity",
+    "bayesrank.studies.calibration",
+    "bayesrank.studies.obd.study",
+    "bayesrank.studies.ope.study",
     "bayesrank.cli",
 ]
 

@@ -7,16 +7,17 @@ import pytest
 import bayesrank as br
 
 MODULES = [
-    "bayesrank", "bayesrank.posteriors", "bayesrank.sensitivity", "bayesrank.experiments",
-    "bayesrank.decoding", "bayesrank.plots", "bayesrank.datasets",
+    "bayesrank", "bayesrank.posteriors", "bayesrank.studies.sensitivity", "bayesrank.simulation",
+    "bayesrank.decoding", "bayesrank.studies.plots", "bayesrank.datasets",
     *(f"bayesrank.decoding.{m}" for m in (
         "api", "backward", "bounded", "checks", "dense", "dispatch", "graph", "monotone",
-        "native", "prefix", "scores", "search", "separable", "window")),
-    *(f"bayesrank.model.{m}" for m in ("bounds", "env", "feedback", "links", "noise")),
+        "native", "prefix", "search", "separable", "window")),
+    *(f"bayesrank.model.{m}" for m in ("feedback", "links", "noise", "scores")),
+    "bayesrank.simulation.env", "bayesrank.simulation.play", "bayesrank.theorems",
     "bayesrank.policies", *(f"bayesrank.policies.{m}" for m in (
         "base", "baseline", "bonus", "context", "core", "estimate",
-        "features", "gen_ucb", "tables", "ts", "ucb", "window_ucb")),
-    "bayesrank.studies.obd", "bayesrank.studies.obd_config", "bayesrank.ope",
+        "features", "gen_ucb", "tables", "ts", "ucb", "width", "window_ucb")),
+    "bayesrank.studies.obd.study", "bayesrank.studies.obd.config", "bayesrank.ope",
     "bayesrank.posteriors.latent_w", "bayesrank.policies.gen_ts",
 ]
 

@@ -1,13 +1,13 @@
 """The paper's reward model (Eq. 1) and what is derived from it.
 
-* :mod:`~bayesrank.model.env`: :class:`~bayesrank.model.env.RankingEnv`, the
+* :mod:`~bayesrank.simulation.env`: :class:`~bayesrank.simulation.env.RankingEnv`, the
   environment and the paper's instance generator (exact best list, pseudo-regret);
 * :mod:`~bayesrank.model.links`: link functions ``f^l`` (identity, logistic, probit, exp);
 * :mod:`~bayesrank.model.noise`: noise families (Gaussian, Laplace, Bernoulli, Poisson);
 * :mod:`~bayesrank.model.feedback`: feedback helpers (cascade clicks);
-* :mod:`~bayesrank.model.bounds`: the paper's regret bounds and link constants.
+* :mod:`~bayesrank.theorems`: the paper's regret bounds and link constants.
 
 This package face imports nothing, so that the decoders (which use the links) and the
 environment (which uses the decoders) import without a circle: import the module that
-defines a name, e.g. ``from bayesrank.model.env import RankingEnv``.
+defines a name, e.g. ``from bayesrank.simulation.env import RankingEnv``.
 """

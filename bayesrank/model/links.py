@@ -18,9 +18,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr
 
-__all__ = ["LINKS", "Link", "apply_links", "get_link", "resolve_links"]
+from bayesrank._validate import check_real
+
+__all__ = ["LINKS", "Link", "apply_links", "get_link", "link_constants", "resolve_links"]
 
 
 class Link(NamedTuple):
@@ -151,3 +154,33 @@ def apply_links(links: tuple[Link, ...], z):
     if all(lk is links[0] for lk in links):
         return links[0].mean(z)
     return jnp.stack([lk.mean(z[i]) for i, lk in enumerate(links)])
+
+
+def link_constants(link: "str | Link", z_max: float) -> tuple[float, float]:
+    """The constants of Assumption 2 over predictors ``|z| <= z_max``.
+
+    ``c1 = min(1, min f')`` and ``c2 = max(1, max f')`` on ``[-z_max, z_max]``,
+    evaluated at 0 and at the end points, which is exact when ``f'`` is monotone
+    (exp) or unimodal at 0 (logistic, probit); the identity link gives (1, 1).
+
+    Args:
+        link: a link name or :class:`Link`.
+        z_max: bound on ``|<theta, x>|`` (>= 0).
+
+    Returns:
+        ``(c1, c2)`` as floats.
+
+    Example:
+        >>> from bayesrank.model.links import link_constants
+        >>> link_constants("identity", 3.0)
+        (1.0, 1.0)
+        >>> c1, c2 = link_constants("logistic", 2.0)    # min f' = f'(2) = 0.105
+        >>> round(c1, 3), c2
+        (0.105, 1.0)
+    """
+    lk = get_link(link)
+    z = check_real(z_max, "z_max", low=0)
+    vals = np.asarray(lk.deriv(jnp.asarray([-z, 0.0, z])), dtype=float)
+    if not np.all(np.isfinite(vals)):
+        raise ValueError(f"z_max: the link's derivative is not finite on [-{z}, {z}]")
+    return float(min(1.0, vals.min())), float(max(1.0, vals.max()))

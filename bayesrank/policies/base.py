@@ -17,8 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_seed
-from bayesrank.model.env import check_lists
+from bayesrank._validate import check_lists, check_seed
 from bayesrank.policies import program
 from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
 from bayesrank.policies.core import PolicyCore

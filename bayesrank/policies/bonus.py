@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 
 from bayesrank._static import Part
-from bayesrank.decoding import scores
-from bayesrank.model.bounds import lemma1_width
+from bayesrank.model import scores
 from bayesrank.policies.tables import apply_link
+from bayesrank.policies.width import lemma1_width
 from bayesrank.posteriors.linalg import whiten
 
 __all__ = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from bayesrank._static import Part
-from bayesrank.decoding import scores
+from bayesrank.model import scores
 
 __all__ = ["WindowFeatures", "item_features", "pair_features", "window_features"]
 

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 
 from bayesrank._static import Part
-from bayesrank.decoding import scores
+from bayesrank.model import scores
 
 __all__ = [
     "DrawnWTables",

@@ -55,7 +55,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.model.bounds import link_constants
+from bayesrank.model.links import link_constants
 from bayesrank.policies.base import (
     Policy,
     check_items_w_v0,

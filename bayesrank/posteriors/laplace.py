@@ -78,7 +78,7 @@ from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.checks import check_int, positive_float, real_float
 from bayesrank.posteriors.gaussian import GaussianLinear, _host_rng
 
-__all__ = ["LAPLACE_LINKS", "LaplaceGLM", "LaplaceState"]
+__all__ = ["LAPLACE_LINKS", "LaplaceGLM", "LaplaceState", "loglik"]
 
 LAPLACE_LINKS = ("logistic", "probit", "exp", "identity")
 
@@ -116,7 +116,7 @@ class LaplaceState(NamedTuple):
 
 
 # --------------------------------------------------------------- log-likelihoods
-def _loglik(link: str):
+def loglik(link: str):
     """Elementwise log p(y | eta) for one link (constants included)."""
     if link == "logistic":
         return lambda eta, y: y * eta - jax.nn.softplus(eta)
@@ -143,7 +143,7 @@ def _derivs(link: str):
             return y - mu, mu
 
         return d
-    ll = _loglik(link)
+    ll = loglik(link)
     g1 = jax.grad(ll)
     g2 = jax.grad(g1)
 
@@ -184,7 +184,7 @@ def newton_map(link: str, lam, x, y, mask, theta0, tol, max_iter: int, chol0=Non
         theta (p,) the MAP, chol (p, p) lower factor of the Hessian at theta (at the
         last iterate with ``refresh_tol``), iterations () int: Hessians computed.
     """
-    ll = _loglik(link)
+    ll = loglik(link)
     derivs = _derivs(link)
     n, p = x.shape
     eye = jnp.eye(p, dtype=x.dtype)
@@ -581,7 +581,7 @@ class LaplaceGLM(Part):
         X, y = self.data(state, position)
         ll = obs = const = None
         if y.shape[0] > 0:
-            ll = np.asarray(_loglik(self.link.name)(theta @ X.T, y))
+            ll = np.asarray(loglik(self.link.name)(theta @ X.T, y))
             obs, const = y, {"X": X}
         return make_datatree(
             theta,

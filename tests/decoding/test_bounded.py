@@ -14,11 +14,11 @@ import pytest
 from scipy import special
 
 import bayesrank as br
+from bayesrank.decoding import dispatch as decoder
 from bayesrank.decoding.api import best_list
 from bayesrank.decoding.backward import backward_dense
 from bayesrank.decoding.bounded import ucb_backward, ucb_backward_in_jit, ucb_decode
 from bayesrank.model.links import get_link
-from bayesrank.decoding import dispatch as decoder
 from bayesrank.policies.bonus import BonusRest, UCBTables
 
 F = {"identity": lambda z: z, "logistic": special.expit, "exp": np.exp}

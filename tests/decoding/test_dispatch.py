@@ -85,8 +85,8 @@ def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu(monkeypatc
     ones."""
     import jax
 
-    from bayesrank.decoding import native
     from bayesrank.decoding import dispatch as decoder
+    from bayesrank.decoding import native
 
     mono = LinearTables(np.zeros(L), get_link("logistic"))
     ucb = UCBTables(np.zeros(L), get_link("logistic"))

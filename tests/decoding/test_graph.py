@@ -8,7 +8,7 @@ import pytest
 
 from bayesrank.decoding import graph
 from bayesrank.decoding.api import best_list
-from bayesrank.model.env import RankingEnv
+from bayesrank.simulation.env import RankingEnv
 
 
 def path_of(items):

@@ -13,6 +13,7 @@ import pytest
 from scipy import special
 
 import bayesrank as br
+from bayesrank.decoding import dispatch as decoder
 from bayesrank.decoding.api import best_list
 from bayesrank.decoding.backward import backward_dense
 from bayesrank.decoding.monotone import (
@@ -24,7 +25,6 @@ from bayesrank.decoding.monotone import (
     pareto_front,
 )
 from bayesrank.model.links import get_link
-from bayesrank.decoding import dispatch as decoder
 from bayesrank.policies.tables import LinearRest, LinearTables
 from bayesrank.posteriors import GaussianLinear
 

@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_policies_core import _policies
 
 import bayesrank as br
-from test_policies_core import _policies
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import itertools
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.decoding import scores
+from bayesrank.model import scores
 from bayesrank.model.links import get_link
 from bayesrank.policies.bonus import (
     GenUCBTables,

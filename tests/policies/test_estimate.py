@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.posteriors import GaussianLinear, LaplaceGLM
 from bayesrank.policies.estimate import Optimistic, Thompson
+from bayesrank.posteriors import GaussianLinear, LaplaceGLM
 
 
 def test_thompson_draws_have_the_posteriors_mean_and_covariance():

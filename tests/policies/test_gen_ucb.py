@@ -7,9 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.model.env import RankingEnv
 from bayesrank.model.noise import Gaussian
 from bayesrank.policies.gen_ucb import GenRankUCB
+from bayesrank.simulation.env import RankingEnv
 
 
 def test_gen_w_hat_approaches_true_w():

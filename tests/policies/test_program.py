@@ -10,8 +10,8 @@ import pytest
 
 import bayesrank as br
 from bayesrank._static import Part, static_key
-from bayesrank.experiments.play import fold_in_keys, play
 from bayesrank.policies import program
+from bayesrank.simulation.play import fold_in_keys, play
 
 STEPS = ("select", "update_select")
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import bayesrank as br
-from bayesrank.experiments.simulate import noise_key, run_scan
 from bayesrank.policies.context import Context
 from bayesrank.policies.ts import RankTS, rank_ts
 from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.simulation.simulate import noise_key, run_scan
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import bayesrank as br
-from bayesrank.model import bounds
-from bayesrank.model.env import RankingEnv
+from bayesrank import theorems
 from bayesrank.model.links import get_link
 from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.bonus import UCBParams, UCBTables
@@ -22,6 +21,7 @@ from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
 from bayesrank.policies.window_ucb import WindowRankUCB
+from bayesrank.simulation.env import RankingEnv
 
 ALPHA = 1.0 + np.sqrt(np.log(2 / 0.1) / 2)  # the authors' constant width, delta=0.1
 IDENTITY = get_link("identity")
@@ -124,7 +124,7 @@ def test_nonlinear_link_uses_the_relaxed_width():
         jnp.asarray(rng.normal(size=(L, d))), jnp.ones(L), jnp.asarray(C)
     )
     args = (jnp.asarray(items), jnp.asarray(w), jnp.asarray(v0))
-    c1, c2 = bounds.link_constants("logistic", 3.0)
+    c1, c2 = theorems.link_constants("logistic", 3.0)
     assert np.isclose(c1, 0.25 * (1 - np.tanh(1.5) ** 2)) and c2 == 1.0
     lin = ucb_pair_scores(
         params._replace(width=params.width / c1), *args, (IDENTITY,) * L
@@ -136,7 +136,7 @@ def test_nonlinear_link_uses_the_relaxed_width():
         np.testing.assert_allclose(b, jax.nn.sigmoid(a), rtol=1e-12)
     ucb = RankUCB(_LogisticGaussian(), items=items, w=w, m2=1.0)
     x_max = (1 + np.abs(w).max()) * np.linalg.norm(items, axis=1).max()
-    assert np.isclose(ucb.c1, bounds.link_constants("logistic", x_max)[0])
+    assert np.isclose(ucb.c1, theorems.link_constants("logistic", x_max)[0])
 
 
 class _LogisticGaussian:
@@ -228,10 +228,10 @@ def test_cumulative_regret_under_theorem_1(paper_env):
     env = paper_env
     ucb = RankUCB(items=env.items, w=env.w, delta=0.1, lam=1.0, m2=1.0)  # Lemma 1
     reg, state = _simulate(ucb, env, 1000, 3, seed=1)
-    c = bounds.instance_constants(env)
+    c = theorems.instance_constants(env)
     assert c["m2"] <= 1.0  # the width's m2 bounds ||theta||
     t = np.arange(1, 1001)
-    bound = bounds.rank_ucb_bound(
+    bound = theorems.rank_ucb_bound(
         t, L=4, d=10, lam=1.0, delta=0.1, m1=c["m1"], m2=1.0, w_max=c["w_max"]
     )
     cum = np.cumsum(reg, axis=1)
@@ -239,8 +239,8 @@ def test_cumulative_regret_under_theorem_1(paper_env):
     # The measured log det ratio sits under Lemma 2's deterministic bound.
     ratio = np.asarray(state.model.logdet).max(axis=1) - 10 * np.log(1.0)
     M = (1 + c["w_max"]) * c["m1"]
-    assert np.all(ratio <= bounds.logdet_ratio_bound(1000, d=10, lam=1.0, M=M))
-    tight = bounds.rank_ucb_bound(
+    assert np.all(ratio <= theorems.logdet_ratio_bound(1000, d=10, lam=1.0, M=M))
+    tight = theorems.rank_ucb_bound(
         1000,
         L=4,
         d=10,

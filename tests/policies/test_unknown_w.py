@@ -159,7 +159,7 @@ def test_simulate_runs_latent_w_and_gen_rank_ts_vmapped(env):
 
 def test_simulate_equals_the_class_api(env):
     """Run 0 of simulate replays the class API's choices (same keys, same noise)."""
-    from bayesrank.experiments.simulate import noise_key, policy_seed
+    from bayesrank.simulation.simulate import noise_key, policy_seed
 
     T = 25
     ds = br.simulate(env, {"latent": lambda s: _latent(env, seed=s)}, T=T, runs=1,

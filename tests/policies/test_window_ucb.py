@@ -6,9 +6,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from bayesrank.model.env import RankingEnv
 from bayesrank.policies.ucb import RankUCB
 from bayesrank.policies.window_ucb import WindowRankUCB
+from bayesrank.simulation.env import RankingEnv
 
 
 def test_window_s2_picks_what_rank_ucb_picks():

@@ -1,0 +1,314 @@
+"""Vectorised simulation: ``lax.scan`` over rounds, ``vmap`` over runs, chunked.
+
+Every policy plays the same environment with the same noise draws (common random
+numbers): run r, round t uses the key ``fold_in(noise_key(seed, r), t)``. Run r's
+policy is built by ``factory(policy_seed(seed, r))``; its own draws use
+``fold_in(key(policy_seed), t)`` exactly as the class API does, so a simulation with
+``runs=1`` equals a plain Python loop of ``select``/``update``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from bayesrank._validate import check_seed
+from bayesrank.simulation.play import fold_in_keys, play
+
+__all__ = ["USERS", "noise_key", "policy_seed", "run_scan", "simulate"]
+
+
+def policy_seed(seed: int, run: int) -> int:
+    """The seed handed to the policy factory for run ``run``.
+
+    Example:
+        >>> from bayesrank.simulation import policy_seed
+        >>> policy_seed(0, 1) == policy_seed(0, 1) != policy_seed(0, 2)
+        True
+    """
+    return int(np.random.SeedSequence([int(seed), int(run)]).generate_state(1)[0] >> 1)
+
+
+def noise_key(seed: int, run: int):
+    """The environment's noise key of run ``run`` (round t uses ``fold_in(., t)``).
+
+    Every policy simulated with the same seed sees the same noise in run ``run``
+    (common random numbers).
+
+    Example:
+        >>> import jax, numpy as np
+        >>> from bayesrank.simulation import noise_key
+        >>> keys = [noise_key(0, run) for run in (1, 2)]
+        >>> data = [np.asarray(jax.random.key_data(k)) for k in keys]
+        >>> bool((data[0] != data[1]).any())                   # one stream per run
+        True
+    """
+    return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 0x5EED), run)
+
+
+USERS = ("fixed", "items")
+
+
+def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
+             ctx=None, users: str = "fixed", to_go=None):
+    """One run as a pure function ``(state, policy_key, noise_key) -> outputs``.
+
+    The round loop is :func:`bayesrank.simulation.play.play`; this sets its hooks.
+
+    Args:
+        core: a policy's functional core; env: the environment.
+        T: rounds; best_value: the best expected total reward (``users="fixed"``).
+        record_lists: also output the chosen lists.
+        ctx: the policy's default :class:`~bayesrank.policies.context.Context` (its
+            v0 and mask); default: the env's v0 and every item.
+        users: ``"fixed"``: every round's user has the env's v0; ``"items"``: round
+            t's user has a uniformly drawn catalogue item as last item (v0), drawn
+            from ``fold_in(fold_in(noise_key, t), USER_STREAM)``; the policy is told
+            that v0 and the regret compares with that user's best list.
+        to_go: ``env.to_go(mask)`` for ``users="items"`` (computed when None).
+    """
+    from bayesrank.decoding.backward import pick
+    from bayesrank.policies.context import Context
+
+    if ctx is None:
+        ctx = Context(env.v0, jnp.ones(env.K, bool))
+    context = None
+    if users == "items":
+        bw = env.to_go(ctx.mask[: env.K]) if to_go is None else to_go
+
+        def context(t, nk):
+            u = jax.random.randint(jax.random.fold_in(nk, USER_STREAM), (), 0, env.K)
+            envt = env.with_v0(env.items[u])
+            best_items = pick(envt.first_scores(envt.v0), bw, ctx.mask[: env.K])[0]
+            c = ctx._replace(v0=envt.v0.astype(ctx.v0.dtype))
+            return envt, envt.expected_reward(best_items), c
+
+    def record(r):
+        out = (r.best - r.env.expected_reward(r.items), jnp.sum(r.rewards))
+        return out + (r.items,) if record_lists else out
+
+    def run(state, pkey, nkey):
+        return play(core, env, state, T, keys=fold_in_keys(pkey, nkey), ctx=ctx,
+                    best=best_value, context=context, record=record)[1]
+
+    return run
+
+
+@functools.partial(jax.jit, static_argnames=("T", "record_lists", "users", "batched"))
+def _play_runs(core, env, states, pkeys, nkeys, best, ctx, to_go, *, T, record_lists,
+               users, batched):
+    """Runs of one policy, compiled once per configuration (core, env and shapes are
+    arguments): vmapped over runs when ``batched``."""
+    run = run_scan(core, env, T, best, record_lists, ctx=ctx, users=users,
+                   to_go=to_go)
+    return jax.vmap(run)(states, pkeys, nkeys) if batched else run(states, pkeys, nkeys)
+
+
+#: The stream of user contexts, folded into each round's noise key.
+USER_STREAM = 0x05E2
+
+
+class _Bar:
+    """Progress over one policy's runs. Its first chunk compiles the policy's
+    programs (unless this configuration ran before in the process, or its programs are
+    in the persistent cache), which can take seconds: the bar says so until it is done,
+    so nothing looks hung."""
+
+    def __init__(self, name: str, runs: int, index: int, count: int):
+        from tqdm import tqdm
+
+        self.name = f"[{index + 1}/{count}] {name}"
+        self.bar = tqdm(total=runs, desc=f"{self.name} (compiling, first runs)",
+                        unit="run", leave=False)
+
+    def advance(self, n: int) -> None:
+        self.bar.set_description(self.name, refresh=False)
+        self.bar.update(n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _stack(trees):
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def _versions() -> dict:
+    import numpyro
+
+    from bayesrank._version import __version__
+
+    return {
+        "bayesrank": __version__,
+        "jax": jax.__version__,
+        "numpyro": numpyro.__version__,
+        "numpy": np.__version__,
+        "xarray": xr.__version__,
+    }
+
+
+def simulate(
+    env,
+    policies: Mapping[str, Callable[[int], object]],
+    T: int = 1000,
+    runs: int = 10,
+    seed: int = 0,
+    *,
+    chunk_runs: int | None = None,
+    record_lists: bool = False,
+    progress: bool = True,
+    users: str = "fixed",
+) -> xr.Dataset:
+    """Play every policy on ``env`` for ``T`` rounds and ``runs`` independent runs.
+
+    Args:
+        env: a :class:`bayesrank.RankingEnv`.
+        policies: ``{name: factory}``; ``factory(seed)`` returns a policy object
+            (``RankTS``, ``RankUCB``, ...). Factories of one name must differ only in
+            the seed: run 0's functional core is reused for every run.
+        T: rounds per run; runs: independent runs; seed: the master seed.
+        chunk_runs: runs vmapped at once (bounds memory); default all, or 1 for
+            policies that cannot be vmapped (NUTS), which then run one by one.
+        record_lists: also return the chosen lists (policy, run, round, position).
+        progress: show a progress bar over each policy's runs (it says when the
+            first chunk is compiling).
+        users: ``"fixed"`` (every round's user has the env's v0) or ``"items"``
+            (each round's user has a uniformly drawn catalogue item as last item;
+            the policy is told it, and the regret is against that user's best
+            list). ``"items"`` needs pairwise dependence (S = 2).
+
+    Returns:
+        ``xarray.Dataset`` with ``regret`` (pseudo-regret per round) and ``reward``
+        (realised total reward per round) over (policy, run, round), ``seconds``
+        (wall time per policy, compilation included), and the configuration and
+        package versions as attributes. ``ds.to_netcdf(path)`` round-trips.
+
+    Example:
+        >>> import bayesrank as br
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> ds = br.simulate(env, {"RankTS": lambda s: br.RankTS(items=env.items,
+        ...     w=env.w, seed=s)}, T=50, runs=2, progress=False)
+        >>> ds.regret.dims
+        ('policy', 'run', 'round')
+    """
+    if not isinstance(policies, Mapping) or not policies:
+        raise ValueError("policies: expected a non-empty {name: factory(seed)} mapping")
+    for name, fac in policies.items():
+        if not callable(fac):
+            raise TypeError(f"policies[{name!r}]: expected a callable seed -> policy")
+    seed = check_seed(seed)
+    for name, val in (("T", T), ("runs", runs)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {val!r}")
+    if chunk_runs is not None and (
+        isinstance(chunk_runs, bool)
+        or not isinstance(chunk_runs, (int, np.integer))
+        or chunk_runs < 1
+    ):
+        raise ValueError(f"chunk_runs: expected a positive integer, got {chunk_runs!r}")
+
+    if users not in USERS:
+        raise ValueError(f"users: expected one of {USERS}, got {users!r}")
+    if env is None or not hasattr(env, "sample") or not hasattr(env, "best"):
+        raise TypeError(
+            f"env: expected a bayesrank.RankingEnv, got {type(env).__name__}"
+        )
+    if users == "items" and env.S != 2:
+        raise ValueError("users: 'items' needs pairwise dependence (env.S == 2)")
+    names = list(policies)
+    regret = np.zeros((len(names), runs, T))
+    reward = np.zeros((len(names), runs, T))
+    lists = np.zeros((len(names), runs, T, env.L), np.int32) if record_lists else None
+    seconds = np.zeros(len(names))
+    nkeys = jnp.stack([noise_key(seed, r) for r in range(runs)])
+
+    for p, name in enumerate(names):
+        start = time.perf_counter()
+        first = policies[name](policy_seed(seed, 0))
+        if not hasattr(first, "core") or not hasattr(first, "context"):
+            raise TypeError(
+                f"policies[{name!r}]: the factory must return a bayesrank policy, got "
+                f"{type(first).__name__}"
+            )
+        if getattr(first, "L", env.L) != env.L or getattr(first, "K", env.K) != env.K:
+            raise ValueError(
+                f"policies[{name!r}]: the policy has K={first.K}, L={first.L} but the "
+                f"environment has K={env.K}, L={env.L}"
+            )
+        mask = getattr(first, "mask", None)
+        if env.S == 2:
+            bv = env.best(distinct=getattr(first, "distinct", False), mask=mask)[1]
+        elif mask is not None:  # the best list among the items the policy may show
+            bv = env.best(mask=mask)[1]
+        else:
+            bv = env.best_value
+        ctx = first.context()
+        to_go = env.to_go(ctx.mask[: env.K]) if users == "items" else None
+        vm = getattr(first, "vmappable", True)
+        size = chunk_runs or (runs if vm else 1)
+        fn = functools.partial(
+            _play_runs, first.core, env, best=jnp.asarray(bv), ctx=ctx, to_go=to_go,
+            T=int(T), record_lists=bool(record_lists), users=users, batched=vm,
+        )
+        bar = _Bar(name, runs, p, len(names)) if progress else None
+        for c0 in range(0, runs, size):
+            idx = range(c0, min(c0 + size, runs))
+            pols = [
+                first if r == 0 else policies[name](policy_seed(seed, r)) for r in idx
+            ]
+            if vm:
+                states = _stack([pl.state for pl in pols])
+                pkeys = jnp.stack([pl.key for pl in pols])
+                outs = fn(states, pkeys, nkeys[c0 : c0 + len(pols)])
+                outs = [np.asarray(o) for o in outs]
+            else:
+                per = [fn(pl.state, pl.key, nkeys[r]) for pl, r in zip(pols, idx)]
+                outs = [
+                    np.stack([np.asarray(o[i]) for o in per])
+                    for i in range(len(per[0]))
+                ]
+            sl = slice(c0, c0 + len(pols))
+            regret[p, sl], reward[p, sl] = outs[0], outs[1]
+            if record_lists:
+                lists[p, sl] = outs[2]
+            if bar is not None:
+                bar.advance(len(pols))
+        if bar is not None:
+            bar.close()
+        seconds[p] = time.perf_counter() - start
+
+    coords = {"policy": names, "run": np.arange(runs), "round": np.arange(T)}
+    data = {
+        "regret": (("policy", "run", "round"), regret),
+        "reward": (("policy", "run", "round"), reward),
+        "seconds": (("policy",), seconds),
+    }
+    if record_lists:
+        coords["position"] = np.arange(env.L)
+        data["lists"] = (("policy", "run", "round", "position"), lists)
+    config = {
+        "T": int(T),
+        "runs": int(runs),
+        "seed": int(seed),
+        "K": env.K,
+        "L": env.L,
+        "d": env.d,
+        "S": env.S,
+        "link": str(env.link),
+        "noise": repr(env.noise),
+        "users": users,
+    }
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs["config"] = json.dumps(config)
+    ds.attrs["versions"] = json.dumps(_versions())
+    ds["regret"].attrs["long_name"] = "pseudo-regret per round"
+    ds["reward"].attrs["long_name"] = "realised total reward per round"
+    ds["seconds"].attrs["units"] = "s"
+    return ds

@@ -1,0 +1,1 @@
+"""The paper's algorithms on Open Bandit Dataset items (``bayesrank study obd``)."""

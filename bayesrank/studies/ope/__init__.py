@@ -1,0 +1,1 @@
+"""Off-policy estimators against an exact truth (``bayesrank study ope``)."""

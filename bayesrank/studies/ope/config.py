@@ -1,0 +1,355 @@
+"""The OPE validation study's configuration: grid, loggers, estimators, checks.
+
+The study itself runs in :mod:`bayesrank.studies.ope.study`. Loggers are a registry
+(:data:`LOGGERS`); the estimators are every entry of :data:`bayesrank.ope.ESTIMATORS`
+at run time, each with its self-normalised variant where the estimator has one
+(:func:`estimator_variants`).
+
+Example:
+    >>> from bayesrank.studies.ope import config as ope_config
+    >>> sorted(ope_config.LOGGERS)
+    ['epsilon_greedy', 'uniform']
+    >>> ope_config.check_cfg(ope_config.QUICK)
+    >>> [v.label for v in ope_config.estimator_variants() if v.name == "pair_ips"]
+    ['pair_ips', 'pair_ips_sn']
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesrank.datasets.obd import CAMPAIGNS
+from bayesrank.ope import EpsilonGreedyLogger, UniformLogger
+
+__all__ = [
+    "FULL",
+    "LOGGERS",
+    "QUICK",
+    "ROUTES",
+    "FixedListEpsilonGreedy",
+    "LoggerEntry",
+    "OPEStudyConfig",
+    "Variant",
+    "build_env",
+    "build_logger",
+    "check_cfg",
+    "estimator_variants",
+    "greedy_list",
+]
+
+
+class OPEStudyConfig(NamedTuple):
+    """Scale and settings of the study (JSON-able; stored in the results).
+
+    Example:
+        >>> cfg = OPEStudyConfig(K=(5,), L=(2,), n=(100,), logs=2, ts_K=0,
+        ...                      obd_campaigns=())
+        >>> check_cfg(cfg)
+        >>> cfg.loggers, QUICK.n
+        (('uniform', 'epsilon_greedy'), (1000, 3000, 10000))
+    """
+
+    K: tuple[int, ...] = (20, 100)  # catalogue sizes
+    L: tuple[int, ...] = (3, 5)  # list lengths
+    w_max: tuple[float, ...] = (0.0, 10.0)  # w_l ~ U(-w_max, w_max); 0: w = 0 exactly
+    n: tuple[int, ...] = (1_000, 10_000, 100_000)  # rounds per log
+    logs: int = 100  # independent logs per cell
+    loggers: tuple[str, ...] = ("uniform", "epsilon_greedy")
+    epsilon: float = 0.2  # exploration of the epsilon-greedy logger
+    d: int = 10  # feature dimension of the paper's generator
+    env_seed: int = 0  # seed of RankingEnv.paper (the same items/theta for every w_max)
+    model_max_n: int = 100_000  # reward-model estimators (dm, pair_dr) up to this n
+    ts_K: int = 20  # the Thompson-sampling target's cell (ts_K = 0: no such section)
+    ts_L: int = 3
+    ts_n: int = 10_000  # rounds per log
+    ts_logs: int = 50  # logs per (w_max, logger)
+    ts_fit_rounds: int = 200  # uniform rounds the RankTS target is fitted on
+    ts_draws: int = 1_000  # Monte Carlo draws per log for the target's probabilities
+    ts_truth_draws: int = 100_000  # draws for the target's (Monte Carlo) true value
+    obd_campaigns: tuple[str, ...] = ("all", "men", "women")  # the OBD section
+
+
+QUICK = OPEStudyConfig(
+    n=(1_000, 3_000, 10_000),
+    logs=30,
+    model_max_n=3_000,
+    ts_n=2_000,
+    ts_logs=20,
+    ts_truth_draws=50_000,
+)
+FULL = OPEStudyConfig()
+
+
+class LoggerEntry(NamedTuple):
+    """A logging policy of the study.
+
+    Attributes:
+        build: ``build(env, cfg) -> logger`` (a :mod:`bayesrank.ope` logger with
+            ``sample`` and exact ``propensities``).
+        description: one line for the report.
+    """
+
+    build: Callable
+    description: str
+
+
+def build_env(cfg: OPEStudyConfig, K: int, L: int, w_max: float):
+    """The cell's environment: ``RankingEnv.paper(seed=cfg.env_seed, K, L, d, w_max)``
+    (identity link, Gaussian(1) noise). The generator draws items and theta before
+    w, so the w_max = 0 and w_max > 0 environments share items and theta and
+    differ only in w (exactly 0 for w_max = 0).
+
+    Example:
+        >>> env = build_env(QUICK, 5, 3, 0.0)
+        >>> env.K, env.L, float(abs(env.w).max())
+        (5, 3, 0.0)
+    """
+    from bayesrank.simulation.env import RankingEnv
+
+    return RankingEnv.paper(seed=cfg.env_seed, K=K, L=L, d=cfg.d, w_max=float(w_max))
+
+
+def greedy_list(env) -> np.ndarray:
+    """(L,) the neighbour-blind greedy list: per position, the item maximising
+    <theta_l, v_j> (the mean reward when w = 0; with w = 0 it is the best list).
+
+    Example:
+        >>> greedy_list(build_env(QUICK, 5, 3, 10.0)).shape
+        (3,)
+    """
+    own = np.asarray(env.items, float) @ np.asarray(env.theta, float).T  # (K, L)
+    return np.argmax(own, axis=0).astype(np.int64)
+
+
+class FixedListEpsilonGreedy(EpsilonGreedyLogger):
+    """:class:`bayesrank.ope.EpsilonGreedyLogger` around one fixed list ``base``.
+
+    For logs whose rounds share one context the base list is broadcast instead of
+    being looked up per distinct v0 row (``np.unique`` over 10^5 rows is otherwise
+    the slowest step); sampling and propensities are the library logger's code.
+
+    Args:
+        base: (L,) int, the list shown with probability 1 - epsilon.
+        K: the number of items.
+        epsilon: the exploration probability.
+
+    Example:
+        >>> lg = FixedListEpsilonGreedy([0, 1], K=4, epsilon=0.5)
+        >>> lg.propensities(np.array([[0, 1], [2, 1]]), np.zeros((2, 3)))["pscore_list"]
+        array([0.53125, 0.03125])
+    """
+
+    def __init__(self, base, K: int, epsilon: float):
+        self.base = np.asarray(base, np.int64).reshape(-1)
+        super().__init__(lambda v0: self.base, K, self.base.shape[0], epsilon)
+
+    def base_lists(self, v0s) -> np.ndarray:
+        """(n, L) the base list for each of the n rows of v0s."""
+        return np.broadcast_to(self.base, (np.shape(v0s)[0], self.L))
+
+
+def _uniform(env, cfg):
+    return UniformLogger(env.K, env.L)
+
+
+def _epsilon_greedy(env, cfg):
+    return FixedListEpsilonGreedy(greedy_list(env), env.K, cfg.epsilon)
+
+
+#: the study's logging policies
+LOGGERS: dict[str, LoggerEntry] = {
+    "uniform": LoggerEntry(
+        _uniform, "every position uniform over the K items, independently (1/K^L)"
+    ),
+    "epsilon_greedy": LoggerEntry(
+        _epsilon_greedy,
+        "the neighbour-blind greedy list (per position argmax <theta_l, v_j>) with "
+        "probability 1 - epsilon, else a uniform list",
+    ),
+}
+
+
+def build_logger(name: str, env, cfg: OPEStudyConfig):
+    """The logger ``name`` of :data:`LOGGERS` for ``env``.
+
+    Example:
+        >>> build_logger("uniform", build_env(QUICK, 5, 3, 0.0), QUICK)
+        UniformLogger(K=5, L=3)
+    """
+    if name not in LOGGERS:
+        raise ValueError(f"logger: unknown {name!r}; expected one of {list(LOGGERS)}")
+    return LOGGERS[name].build(env, cfg)
+
+
+#: how the study calls an estimator (see :class:`Variant`)
+ROUTES = ("ips", "dm", "dr", "evaluate")
+
+
+class Variant(NamedTuple):
+    """One estimator of the study: a registry entry, plain or self-normalised.
+
+    Attributes:
+        label: the name in the results (``"pair_ips"``, ``"pair_ips_sn"``).
+        name: its key in :data:`bayesrank.ope.ESTIMATORS`.
+        self_normalised: the self-normalised variant.
+        route: how the study calls it, judged from the function's signature:
+            ``"ips"``: ``fn(rewards, pi_<event>, pscore_<event>, *,
+            self_normalised)`` with no other required argument, called with the
+            target's exact probabilities; ``"dm"``: ``fn(lists, rewards, v0, items,
+            target_lists)`` (the direct method); ``"dr"``: an IPS signature that
+            also takes the reward model's predictions ``q_logged`` and ``q_target``
+            (from :func:`bayesrank.ope.fit_reward_model`, fitted once per log);
+            ``"evaluate"``: anything else, through :func:`bayesrank.ope.evaluate`.
+        model: True when the estimator fits a reward model (routes "dm" and "dr",
+            and model estimators routed through evaluate); the study runs those
+            only up to ``cfg.model_max_n`` rounds.
+    """
+
+    label: str
+    name: str
+    self_normalised: bool
+    route: str
+    model: bool = False
+
+
+def _params(fn) -> dict:
+    try:
+        return dict(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return {}
+
+
+def _route(event, params: dict) -> str:
+    names = list(params)
+    required = {
+        k
+        for k, p in params.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
+    ips = names[:3] == ["rewards", f"pi_{event}", f"pscore_{event}"]
+    if ips and not required - set(names[:3]):
+        return "ips"
+    if ips and required - set(names[:3]) == {"q_logged", "q_target"}:
+        return "dr"
+    if names[:5] == ["lists", "rewards", "v0", "items", "target_lists"] and not (
+        required - set(names[:5])
+    ):
+        return "dm"
+    return "evaluate"
+
+
+def estimator_variants(registry=None, model_names=None) -> list[Variant]:
+    """Every estimator of the registry, in registry order, each followed by its
+    self-normalised variant when its function takes ``self_normalised``.
+
+    Args:
+        registry: default :data:`bayesrank.ope.ESTIMATORS` (name -> (event, fn)).
+        model_names: the names that fit a reward model; default
+            ``bayesrank.ope.MODEL_ESTIMATORS`` where it exists, else none.
+
+    Example:
+        >>> def ips(rewards, pi_list, pscore_list, *, self_normalised=False): ...
+        >>> [(v.label, v.route) for v in estimator_variants({"x": ("list", ips)})]
+        [('x', 'ips'), ('x_sn', 'ips')]
+    """
+    from bayesrank import ope
+
+    if registry is None:
+        registry = ope.ESTIMATORS
+    if model_names is None:
+        model_names = getattr(ope, "MODEL_ESTIMATORS", ())
+    out = []
+    for name, entry in registry.items():
+        event, fn = entry[0], entry[1]
+        params = _params(fn)
+        route = _route(event, params)
+        if route == "dr" and not hasattr(ope, "fit_reward_model"):
+            route = "evaluate"
+        model = route in ("dm", "dr") or name in model_names
+        out.append(Variant(name, name, False, route, model))
+        if "self_normalised" in params:
+            out.append(Variant(f"{name}_sn", name, True, route, model))
+    return out
+
+
+def _int_tuple(cfg, name: str, low: int) -> None:
+    v = getattr(cfg, name)
+    if not isinstance(v, tuple) or not v:
+        raise ValueError(f"cfg.{name}: expected a non-empty tuple, got {v!r}")
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < low:
+            raise ValueError(f"cfg.{name}: expected integers >= {low}, got {v!r}")
+    if len(set(v)) != len(v):
+        raise ValueError(f"cfg.{name}: expected distinct values, got {v!r}")
+
+
+def _int(cfg, name: str, low: int) -> None:
+    v = getattr(cfg, name)
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+        raise ValueError(f"cfg.{name}: expected an integer >= {low}, got {v!r}")
+
+
+def check_cfg(cfg: OPEStudyConfig) -> None:
+    """Raise ValueError/TypeError naming the first bad field (``cfg.<field>: ...``).
+
+    Example:
+        >>> check_cfg(QUICK._replace(logs=1))
+        Traceback (most recent call last):
+        ...
+        ValueError: cfg.logs: expected an integer >= 2, got 1
+    """
+    if not isinstance(cfg, OPEStudyConfig):
+        raise TypeError(f"cfg: expected an OPEStudyConfig, got {type(cfg).__name__}")
+    _int_tuple(cfg, "K", 1)
+    _int_tuple(cfg, "L", 1)
+    _int_tuple(cfg, "n", 2)
+    w = cfg.w_max
+    if (
+        not isinstance(w, tuple)
+        or not w
+        or any(isinstance(x, bool) or not isinstance(x, numbers.Real) for x in w)
+        or any(not np.isfinite(x) or x < 0 for x in w)
+        or len(set(w)) != len(w)
+    ):
+        raise ValueError(f"cfg.w_max: expected distinct finite numbers >= 0, got {w!r}")
+    _int(cfg, "logs", 2)
+    if not isinstance(cfg.loggers, tuple) or not cfg.loggers:
+        raise ValueError(
+            f"cfg.loggers: expected a non-empty tuple, got {cfg.loggers!r}"
+        )
+    for name in cfg.loggers:
+        if name not in LOGGERS:
+            raise ValueError(
+                f"cfg.loggers: unknown {name!r}; expected names from {list(LOGGERS)}"
+            )
+    if len(set(cfg.loggers)) != len(cfg.loggers):
+        raise ValueError(f"cfg.loggers: expected distinct names, got {cfg.loggers!r}")
+    eps = cfg.epsilon
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps <= 1:
+        raise ValueError(f"cfg.epsilon: expected a probability in (0, 1], got {eps!r}")
+    _int(cfg, "d", 2)
+    _int(cfg, "env_seed", 0)
+    _int(cfg, "model_max_n", 0)
+    _int(cfg, "ts_K", 0)
+    if cfg.ts_K:
+        for name, low in (
+            ("ts_L", 1),
+            ("ts_n", 2),
+            ("ts_logs", 2),
+            ("ts_fit_rounds", 1),
+            ("ts_draws", 2),
+            ("ts_truth_draws", 2),
+        ):
+            _int(cfg, name, low)
+    camps = cfg.obd_campaigns
+    if not isinstance(camps, tuple) or any(c not in CAMPAIGNS for c in camps):
+        raise ValueError(
+            f"cfg.obd_campaigns: expected a tuple of names from {CAMPAIGNS}, got "
+            f"{camps!r}"
+        )

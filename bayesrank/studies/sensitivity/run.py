@@ -1,0 +1,700 @@
+"""Running a sweep: RankTS in every cell over seeds, diagnostics, a resumable store.
+
+Per cell (prior x environment) and run:
+
+* the pseudo-regret of every round (RankTS with the cell's posterior model; run r uses
+  the policy key ``key(policy_seed(seed, r))`` and the noise key ``noise_key(seed, r)``
+  of :func:`bayesrank.simulate`, so every cell sees the same noise: common random
+  numbers across the grid, and a cell equals ``simulate`` of the same RankTS);
+* the settle round: the number of rounds after which the optimal list (any list of the
+  optimal value) is played in every remaining round; T when the last round is not
+  optimal;
+* at each checkpoint c and diagnosed position l, the posterior after c rounds as an
+  ArviZ DataTree (``model.to_datatree``; exact draws for the conjugate families, fresh
+  NUTS chains for the NumPyro ones) and from it R-hat, bulk and tail ESS, MCSE of the
+  mean, divergences, and power-scaling sensitivity of prior and likelihood
+  (``arviz.psense``), per coordinate of theta.
+
+Conjugate cells of one family and environment are ``vmap``ped over the grid and over
+runs in one compiled function (the hyper-parameters are traced arrays); NUTS cells run
+one by one, vmapped over runs. Every finished cell is written at once to
+``OUT/cells/<key>.nc`` (the key hashes the cell and the settings that change its
+numbers), so an interrupted sweep resumed with the same configuration recomputes
+nothing that was finished. ``OUT/results.nc`` gathers all cells along ``cell``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesrank.studies import store as files
+from bayesrank.studies.sensitivity.config import SweepSettings, SweepSpec
+from bayesrank.studies.sensitivity.grid import Cell, build_model, conjugate_hyper
+
+__all__ = [
+    "DIAGNOSTICS",
+    "PSENSE_THRESHOLD",
+    "SweepStore",
+    "compute_payload",
+    "posterior_diagnostics",
+    "run_sweep",
+    "settle_round",
+]
+
+#: Per-coordinate diagnostics stored for each (diag_run, checkpoint, position).
+DIAGNOSTICS = (
+    "rhat",
+    "ess_bulk",
+    "ess_tail",
+    "mcse_mean",
+    "psense_prior",
+    "psense_likelihood",
+)
+#: The usual threshold of power-scaling sensitivity (``arviz.psense_summary``).
+PSENSE_THRESHOLD = 0.05
+
+_COMPILED: dict = {}
+
+
+class _NoBar:
+    """What :func:`progress_bar` returns when progress is off: does nothing."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(enabled: bool, **kwargs):
+    """A tqdm bar, or a do-nothing stand-in when ``enabled`` is false.
+
+    tqdm is imported only when a bar is shown. In a Jupyter kernel the widget bar
+    (``tqdm.notebook``) is used when ipywidgets is installed (the ``test`` extra
+    installs it); otherwise the plain text bar (``tqdm.std``), so no
+    ``TqdmWarning: IProgress not found`` is raised (``tqdm.auto`` warns on import
+    in a kernel without ipywidgets, even for a disabled bar).
+    """
+    if not enabled:
+        return _NoBar()
+    import importlib.util
+    import sys
+
+    in_kernel = "ipykernel" in sys.modules
+    if in_kernel and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.notebook import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm(leave=False, **kwargs)
+
+
+# --------------------------------------------------------------------- the play
+def _play(core, env, T: int, best):
+    """One run ``(state, pkey, nkey) -> (state, regret (T,), items (T, L), rewards)``.
+
+    The same keys per round as :func:`bayesrank.simulation.simulate.run_scan`.
+    """
+    from bayesrank.policies.context import Context
+    from bayesrank.simulation.play import fold_in_keys, play
+
+    ctx = Context(env.v0, jnp.ones(env.K, bool))
+
+    def record(r):
+        return r.best - r.env.expected_reward(r.items), r.items, r.rewards
+
+    def run(state, pkey, nkey):
+        state, (regret, items, rewards) = play(
+            core, env, state, T, keys=fold_in_keys(pkey, nkey), ctx=ctx, best=best,
+            record=record,
+        )
+        return state, regret, items, rewards
+
+    return run
+
+
+def _features(env, items):
+    from bayesrank.model import scores
+
+    return scores.list_features(env.items, env.W, env.v0, items)
+
+
+def _replay_fn(model, env, T: int, pair: bool = False):
+    """``(items (T, L), rewards (T, L), c) -> state`` after the first c rounds.
+
+    ``pair``: the model learns from the pair features ``(v_{a^l}, v_{a^{l-1}})``
+    (a latent-w model) instead of ``v_{a^l} + w_l v_{a^{l-1}}``.
+    """
+    from bayesrank.policies import features
+    from bayesrank.posteriors.base import update_many
+
+    def replay(items, rewards, c):
+        if pair:
+            x = features.pair_features(env.items, items, env.v0)
+        else:
+            x = _features(env, items)
+        valid = jnp.broadcast_to((jnp.arange(T) < c)[:, None], rewards.shape)
+        return update_many(model, model.init(env.L, x.shape[-1]), x, rewards, valid)
+
+    return replay
+
+
+def _conjugate_fns(cell: Cell, T: int):
+    """Compiled (play over cells x runs, replay of one cell), cached per group."""
+    from bayesrank.policies.ts import rank_ts
+
+    key = ("conjugate", cell.prior.family, cell.env, T, jax.config.jax_enable_x64)
+    if key in _COMPILED:
+        return _COMPILED[key]
+    prior, env = cell.prior, cell.env.build()
+    best = jnp.asarray(env.best_value)
+
+    def play(hyper, pkeys, nkeys):
+        def one_cell(h):
+            model = build_model(prior, T, h)
+            core = rank_ts(model, env.items, env.W)
+            run = _play(core, env, T, best)
+            state0 = core.init()
+            return jax.vmap(lambda pk, nk: run(state0, pk, nk)[1:])(pkeys, nkeys)
+
+        return jax.vmap(one_cell)(hyper)
+
+    def replay(hyper, items, rewards, c):
+        return _replay_fn(build_model(prior, T, hyper), env, T)(items, rewards, c)
+
+    fns = (jax.jit(play), jax.jit(replay), env)
+    _COMPILED[key] = fns
+    return fns
+
+
+# ---------------------------------------------------------------- diagnostics
+def _as_dataset(obj):
+    import xarray as xr
+
+    return obj.to_dataset() if isinstance(obj, xr.DataTree) else obj
+
+
+def posterior_diagnostics(dt, var_name: str = "theta") -> dict[str, np.ndarray]:
+    """ArviZ diagnostics of one posterior DataTree, per coordinate of ``var_name``.
+
+    Args:
+        dt: DataTree with posterior, sample_stats, log_prior and log_likelihood.
+        var_name: the (chain, draw, p) posterior variable.
+
+    Returns:
+        dict of (p,) arrays ``rhat`` (rank-normalised), ``ess_bulk``, ``ess_tail``,
+        ``mcse_mean``, ``psense_prior``, ``psense_likelihood`` (NaN when the tree
+        has no log_likelihood group), and ``divergences`` (int, the count of
+        divergent transitions).
+
+    Example:
+        >>> import jax, bayesrank as br
+        >>> from bayesrank.studies.sensitivity import posterior_diagnostics
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=2, d=3)
+        >>> ts = br.RankTS(items=env.items, w=env.w, seed=0)
+        >>> for t in range(20):
+        ...     items = ts.select()
+        ...     ts.update(items, env.sample(jax.random.key(t), items))
+        >>> diag = posterior_diagnostics(ts.posterior(0))
+        >>> diag["rhat"].shape, bool(diag["rhat"].max() < 1.01), diag["divergences"]
+        ((3,), True, 0)
+    """
+    import arviz as az
+
+    v = [var_name]
+    out = {
+        "rhat": az.rhat(dt, var_names=v),
+        "ess_bulk": az.ess(dt, var_names=v, method="bulk"),
+        "ess_tail": az.ess(dt, var_names=v, method="tail"),
+        "mcse_mean": az.mcse(dt, var_names=v, method="mean"),
+        "psense_prior": az.psense(dt, var_names=v, group="prior"),
+    }
+    if "log_likelihood" in dt.children:
+        out["psense_likelihood"] = az.psense(dt, var_names=v, group="likelihood")
+    res = {
+        k: np.atleast_1d(np.asarray(_as_dataset(x)[var_name].values, float))
+        for k, x in out.items()
+    }
+    # a posterior with no pointwise likelihood (latent w: theta and w are drawn
+    # from the collapsed posterior) has no likelihood sensitivity to report
+    res.setdefault("psense_likelihood", np.full_like(res["psense_prior"], np.nan))
+    res["divergences"] = int(np.asarray(dt["sample_stats"]["diverging"]).sum())
+    return res
+
+
+def settle_round(regret: np.ndarray, best_value: float) -> np.ndarray:
+    """Rounds after which only optimal lists are played: (runs,) ints in [0, T].
+
+    Args:
+        regret: (runs, T) pseudo-regret per round.
+        best_value: the optimal expected total reward (sets the zero tolerance).
+
+    Returns:
+        For each run the count of rounds before the optimal value is played in every
+        remaining round; T when the last round is not optimal.
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.studies.sensitivity import settle_round
+        >>> regret = np.array([[1.0, 0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.2]])
+        >>> settle_round(regret, best_value=3.0).tolist()
+        [3, 5]
+    """
+    regret = np.asarray(regret)
+    tol = 1e-9 * max(1.0, abs(float(best_value)))
+    bad = regret > tol
+    T = regret.shape[-1]
+    last_bad = np.where(bad.any(-1), T - 1 - np.argmax(bad[..., ::-1], axis=-1), -1)
+    return (last_bad + 1).astype(np.int64)
+
+
+def _diag_key(seed: int, run: int, checkpoint: int, position: int):
+    k = jax.random.fold_in(jax.random.key(seed), 0xD1A6)
+    for i in (run, checkpoint, position):
+        k = jax.random.fold_in(k, i)
+    return k
+
+
+def _diagnose(cell, model, replay, items, rewards, s: SweepSettings, env):
+    """Diagnostics arrays (diag_run, checkpoint, position, p) and DataTrees."""
+    positions = list(range(env.L)) if s.positions is None else list(s.positions)
+    shape = (s.diagnostic_runs, len(s.checkpoints), len(positions))
+    arrays = {k: np.full(shape + (env.d,), np.nan) for k in DIAGNOSTICS}
+    arrays["divergences"] = np.zeros(shape, np.int64)
+    trees = {}
+    for r in range(s.diagnostic_runs):
+        x_all = np.asarray(_features(env, items[r]))
+        for ci, c in enumerate(s.checkpoints):
+            state = replay(items[r], rewards[r], c)
+            for pi, pos in enumerate(positions):
+                key = _diag_key(s.seed, r, c, pos)
+                # one protocol: closed-form models use data (their sufficient
+                # statistics hold no rows); NUTS models ignore it (own buffers) and
+                # run fresh chains with warm-up = draws.
+                data = (x_all[:c, pos], np.asarray(rewards[r, :c, pos]))
+                dt = model.to_datatree(
+                    state, pos, key=key, draws=s.draws, chains=s.chains, data=data
+                )
+                diag = posterior_diagnostics(dt)
+                for k in DIAGNOSTICS:
+                    arrays[k][r, ci, pi] = diag[k]
+                arrays["divergences"][r, ci, pi] = diag["divergences"]
+                if s.save_posteriors:
+                    trees[f"run{r}_t{c}_pos{pos}"] = dt
+    return arrays, trees, positions
+
+
+def _keys(s: SweepSettings):
+    from bayesrank.simulation.simulate import noise_key, policy_seed
+
+    pkeys = jnp.stack([jax.random.key(policy_seed(s.seed, r)) for r in range(s.runs)])
+    nkeys = jnp.stack([noise_key(s.seed, r) for r in range(s.runs)])
+    return pkeys, nkeys
+
+
+def _compute_conjugate(cells: list[Cell], s: SweepSettings) -> list[dict]:
+    start = time.perf_counter()
+    play, replay_j, env = _conjugate_fns(cells[0], s.T)
+    d = env.d
+    hypers = [conjugate_hyper(c.prior, d) for c in cells]
+    stacked = {k: jnp.stack([jnp.asarray(h[k]) for h in hypers]) for k in hypers[0]}
+    pkeys, nkeys = _keys(s)
+    regret, items, rewards = (np.asarray(a) for a in play(stacked, pkeys, nkeys))
+    sim_seconds = (time.perf_counter() - start) / len(cells)
+    best = float(env.best_value)
+    out = []
+    for i, cell in enumerate(cells):
+        t0 = time.perf_counter()
+        h = {k: jnp.asarray(v) for k, v in hypers[i].items()}
+        model = build_model(cell.prior, s.T, hypers[i])
+
+        def replay(it, rw, c, h=h):
+            return replay_j(h, jnp.asarray(it), jnp.asarray(rw), c)
+
+        arrays, trees, positions = _diagnose(
+            cell, model, replay, items[i], rewards[i], s, env
+        )
+        out.append(
+            _result(
+                regret[i],
+                best,
+                arrays,
+                trees,
+                positions,
+                np.zeros((s.runs, env.L), np.int64),
+                sim_seconds + time.perf_counter() - t0,
+            )
+        )
+    return out
+
+
+def _compute_latent(cell: Cell, s: SweepSettings) -> dict:
+    """A conjugate cell whose RankTS learns w (``w_prior``), runs vmapped."""
+    from bayesrank.policies.ts import RankTS
+
+    start = time.perf_counter()
+    env = cell.env.build()
+    base = build_model(cell.prior, s.T, conjugate_hyper(cell.prior, env.d))
+    policy = RankTS(model=base, items=env.items, L=env.L,
+                    w=cell.prior.w_distribution(), v0=env.v0, seed=0)
+    model = policy.model  # the LatentW over the pair features
+    best = jnp.asarray(env.best_value)
+    run = _play(policy.core, env, s.T, best)
+    state0 = policy.state
+    play = jax.jit(jax.vmap(lambda pk, nk: run(state0, pk, nk)[1:]))
+    regret, items, rewards = (np.asarray(a) for a in play(*_keys(s)))
+
+    replay_j = jax.jit(_replay_fn(model, env, s.T, pair=True))
+
+    def replay(it, rw, c):
+        return replay_j(jnp.asarray(it), jnp.asarray(rw), c)
+
+    arrays, trees, positions = _diagnose(cell, model, replay, items, rewards, s, env)
+    return _result(regret, float(env.best_value), arrays, trees, positions,
+                   np.zeros((s.runs, env.L), np.int64), time.perf_counter() - start)
+
+
+def _compute_nuts(cell: Cell, s: SweepSettings) -> dict:
+    from bayesrank.policies.ts import RankTS
+
+    start = time.perf_counter()
+    env = cell.env.build()
+    model = build_model(cell.prior, s.T)
+    policy = RankTS(model=model, items=env.items, w=env.w, v0=env.v0, seed=0)
+    best = jnp.asarray(env.best_value)
+    run = _play(policy.core, env, s.T, best)
+    state0 = policy.state
+    play = jax.jit(jax.vmap(lambda pk, nk: run(state0, pk, nk)))
+    pkeys, nkeys = _keys(s)
+    state, regret, items, rewards = play(pkeys, nkeys)
+    loop_div = np.asarray(state.model.divergences)
+    regret, items, rewards = (np.asarray(a) for a in (regret, items, rewards))
+    replay_j = jax.jit(_replay_fn(model, env, s.T))
+
+    def replay(it, rw, c):
+        return replay_j(jnp.asarray(it), jnp.asarray(rw), c)
+
+    arrays, trees, positions = _diagnose(cell, model, replay, items, rewards, s, env)
+    return _result(
+        regret,
+        float(env.best_value),
+        arrays,
+        trees,
+        positions,
+        loop_div,
+        time.perf_counter() - start,
+    )
+
+
+def _result(regret, best, arrays, trees, positions, loop_div, seconds) -> dict:
+    return {
+        "regret": np.asarray(regret, float),
+        "best_value": best,
+        "settle_round": settle_round(regret, best),
+        "diagnostics": arrays,
+        "positions": list(positions),
+        "loop_divergences": np.asarray(loop_div, np.int64),
+        "posteriors": trees,
+        "seconds": float(seconds),
+    }
+
+
+def compute_payload(payload: dict) -> list[dict]:
+    """Compute a batch of cells (the unit of work of every executor).
+
+    Args:
+        payload: ``{"cells": [Cell.to_dict(), ...], "settings": SweepSettings dict,
+            "x64": bool}``; conjugate batches share one family and environment, a
+            NUTS or latent-w batch holds one cell.
+
+    Returns:
+        One result dict per cell (NumPy arrays, plus DataTrees when posteriors are
+        saved), in the order of ``payload["cells"]``.
+    """
+    jax.config.update("jax_enable_x64", bool(payload.get("x64", False)))
+    sd = dict(payload["settings"])
+    for k in ("checkpoints", "quantiles"):
+        sd[k] = tuple(sd[k])
+    if sd.get("positions") is not None:
+        sd["positions"] = tuple(sd["positions"])
+    s = SweepSettings(**sd)
+    cells = [Cell.from_dict(c) for c in payload["cells"]]
+    if cells[0].prior.is_conjugate:
+        return _compute_conjugate(cells, s)
+    return [(_compute_latent if c.prior.latent_w else _compute_nuts)(c, s)
+            for c in cells]
+
+
+# ----------------------------------------------------------------------- store
+def _cell_coords(cell: Cell, key: str) -> dict:
+    p, e = cell.prior, cell.env
+    return {
+        "cell_key": key,
+        "label": cell.label,
+        "prior": p.name,
+        "family": p.family,
+        "location": p.location,
+        "scale": p.scale,
+        "correlation": p.correlation,
+        "noise_scale": p.noise_scale,
+        "df": p.df,
+        "a0": p.a0,
+        "b0": p.b0,
+        "w_prior": p.w_prior,
+        "w_location": p.w_location,
+        "w_scale": p.w_scale,
+        "env_index": cell.env_index,
+        "env_K": e.K,
+        "env_L": e.L,
+        "env_d": e.d,
+        "env_w_max": e.w_max,
+        "env_noise_sd": e.noise_sd,
+        "env_seed": e.seed,
+    }
+
+
+def _cell_dataset(cell: Cell, key: str, res: dict, s: SweepSettings):
+    import xarray as xr
+
+    regret = res["regret"]
+    cum = np.cumsum(regret, axis=-1)
+    diag_dims = ("diag_run", "checkpoint", "position", "theta_dim")
+    data = {
+        "regret": (("run", "round"), regret),
+        "cum_regret_mean": (("round",), cum.mean(0)),
+        "cum_regret_quantile": (
+            ("quantile", "round"),
+            np.quantile(cum, list(s.quantiles), axis=0),
+        ),
+        "final_regret": (("run",), cum[:, -1]),
+        "settle_round": (("run",), res["settle_round"]),
+        "loop_divergences": (("run", "env_position"), res["loop_divergences"]),
+        "divergences": (diag_dims[:-1], res["diagnostics"]["divergences"]),
+        "best_value": ((), res["best_value"]),
+        "seconds": ((), res["seconds"]),
+    }
+    for k in DIAGNOSTICS:
+        data[k] = (diag_dims, res["diagnostics"][k])
+    T = regret.shape[-1]
+    coords = {
+        "run": np.arange(regret.shape[0]),
+        "round": np.arange(1, T + 1),
+        "quantile": list(s.quantiles),
+        "checkpoint": list(s.checkpoints),
+        "position": res["positions"],
+        "diag_run": np.arange(s.diagnostic_runs),
+        "theta_dim": np.arange(res["diagnostics"]["rhat"].shape[-1]),
+        "env_position": np.arange(res["loop_divergences"].shape[-1]),
+    }
+    ds = xr.Dataset(data, coords=coords)
+    ds = ds.assign_coords({k: v for k, v in _cell_coords(cell, key).items()})
+    ds.attrs["cell"] = json.dumps(cell.to_dict())
+    ds.attrs["cell_key"] = key
+    ds["regret"].attrs["long_name"] = "pseudo-regret per round"
+    ds["settle_round"].attrs["long_name"] = (
+        "rounds after which only optimal lists are played (T: never)"
+    )
+    ds["psense_prior"].attrs["threshold"] = PSENSE_THRESHOLD
+    ds["loop_divergences"].attrs["long_name"] = (
+        "divergent transitions of the warm per-round NUTS chains (0 if conjugate)"
+    )
+    return ds
+
+
+class SweepStore:
+    """Finished cells as NetCDF files under ``root/cells`` (resumable sweeps).
+
+    Args:
+        root: the output folder.
+
+    Example:
+        >>> import tempfile, xarray as xr
+        >>> from bayesrank.studies.sensitivity import SweepStore
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     store = SweepStore(folder)
+        ...     _ = store.write("abc", xr.Dataset({"x": ("i", [1.0, 2.0])}))
+        ...     store.has("abc"), store.load("abc")["x"].values.tolist()
+        (True, [1.0, 2.0])
+    """
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self.cells_dir = self.root / "cells"
+
+    def path(self, key: str) -> Path:
+        """The NetCDF file of the cell ``key``."""
+        return self.cells_dir / f"{key}.nc"
+
+    def has(self, key: str) -> bool:
+        """True when the cell's file exists (written atomically, so complete)."""
+        return self.path(key).is_file()
+
+    def write(self, key: str, ds) -> Path:
+        """Write a cell atomically (temporary file, then rename)."""
+        return files.save_netcdf(ds, self.path(key))
+
+    def load(self, key: str):
+        """The stored cell ``key`` as an ``xarray.Dataset`` (read into memory)."""
+        return files.load_netcdf(self.path(key))
+
+    def write_posteriors(self, key: str, trees: dict) -> None:
+        """Write the cell's diagnosed posteriors, ``{name: DataTree}``, as NetCDF."""
+        for name, dt in trees.items():
+            files.save_netcdf(dt, self.root / "posteriors" / key / f"{name}.nc")
+
+
+def _batches(pending: list[Cell], s: SweepSettings):
+    """Units of work: conjugate cells grouped by (family, environment) and cut into
+    ``batch_cells`` (0: whole groups), NUTS and latent-w cells one by one.
+
+    The batches depend on the settings only, never on the executor: a vmapped batch
+    rounds slightly differently from a smaller one, and rank-based diagnostics
+    (R-hat) amplify last-bit differences, so the local and the Dask executor must
+    compute the same batches to give the same numbers."""
+    groups: dict = {}
+    for c in pending:
+        gkey = (c.prior.family, c.env) if c.prior.is_conjugate else ("nuts", c.index)
+        groups.setdefault(gkey, []).append(c)
+    out = []
+    for cells in groups.values():
+        size = s.batch_cells or len(cells)
+        out.extend(cells[i : i + size] for i in range(0, len(cells), size))
+    return out
+
+
+def _combine(spec: SweepSpec, store: SweepStore, keys: list[str]):
+    import xarray as xr
+
+    parts = [store.load(k) for k in keys]
+    for p in parts:
+        p.attrs.pop("cell", None)
+        p.attrs.pop("cell_key", None)
+        # Fixed-width strings would be cut to the first cell's width by concat
+        # ("correlated" -> "corre"): use variable-length ones.
+        for k in list(p.coords):
+            if p[k].dtype.kind == "U":
+                p.coords[k] = p[k].astype(object)
+    ds = xr.concat(
+        parts,
+        dim="cell",
+        join="outer",
+        data_vars="all",
+        coords="different",
+        compat="equals",
+        combine_attrs="drop",
+    )
+    n = len(parts)
+    ds = ds.assign_coords(cell=np.arange(n))
+    # Cell descriptions always run along ``cell`` (concat keeps equal ones scalar).
+    names = [k for k in ds.coords if k != "cell" and ds[k].ndim == 0]
+    ds = ds.assign_coords(
+        {k: ("cell", np.repeat(ds[k].values[None], n)) for k in names}
+    )
+    ds.attrs["settings"] = json.dumps(spec.settings.to_dict())
+    ds.attrs["config"] = json.dumps(spec.source, default=str)
+    ds.attrs["psense_threshold"] = PSENSE_THRESHOLD
+    return ds
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out,
+    *,
+    executor: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    processes: bool = True,
+    progress: bool = True,
+    on_cell: Callable[[Cell], None] | None = None,
+):
+    """Run (or resume) a sweep and gather its results.
+
+    Args:
+        spec: from :func:`~bayesrank.studies.sensitivity.load_config` or ``parse_config``.
+        out: output folder; finished cells under ``out/cells`` are reused.
+        executor: "local" or "dask" (default: the config's).
+        scheduler: a Dask scheduler address (default: the config's, else a
+            ``LocalCluster``).
+        workers: LocalCluster workers (default: the config's).
+        processes: LocalCluster workers as processes (True) or threads.
+        progress: show a progress bar over cells.
+        on_cell: called with each cell after it is computed and stored (not for
+            cells found in the store).
+
+    Returns:
+        ``xarray.Dataset`` over ``cell`` (also written to ``out/results.nc``).
+
+    Example:
+        A tiny sweep (two priors, 10 rounds, 2 runs, diagnostics at round 10):
+
+        >>> import tempfile
+        >>> from bayesrank.studies import sensitivity as sens
+        >>> spec = sens.parse_config({
+        ...     "sweep": {"T": 10, "runs": 2, "checkpoints": [10], "draws": 20,
+        ...               "chains": 2},
+        ...     "env": {"K": 4, "L": 2, "d": 2},
+        ...     "priors": {"weak": {"scale": [1.0, 10.0]}}})
+        >>> out = tempfile.TemporaryDirectory()
+        >>> ds = sens.run_sweep(spec, out.name, progress=False)
+        >>> ds.sizes["cell"], ds["final_regret"].shape          # (cell, run)
+        (2, (2, 2))
+        >>> again = sens.run_sweep(spec, out.name, progress=False)   # from the store
+        >>> bool((again["final_regret"] == ds["final_regret"]).all())
+        True
+        >>> out.cleanup()
+    """
+    from bayesrank.studies.sensitivity.executors import make_executor
+
+    if not isinstance(spec, SweepSpec):
+        raise TypeError(f"spec: expected a SweepSpec, got {type(spec).__name__}")
+    s = spec.settings
+    name = executor or s.executor
+    if name not in ("local", "dask"):
+        raise ValueError(f"executor: expected 'local' or 'dask', got {name!r}")
+    n_workers = int(workers or s.workers)
+    store = SweepStore(out)
+    store.root.mkdir(parents=True, exist_ok=True)
+    (store.root / "sweep.json").write_text(
+        json.dumps(
+            {"settings": s.to_dict(), "config": spec.source}, indent=2, default=str
+        )
+    )
+    numbers = s.numbers_key()
+    keys = [c.key(numbers) for c in spec.cells]
+    pending = [c for c, k in zip(spec.cells, keys) if not store.has(k)]
+    x64 = bool(jax.config.jax_enable_x64)
+    batches = _batches(pending, s)
+    payloads = [
+        {"cells": [c.to_dict() for c in b], "settings": s.to_dict(), "x64": x64}
+        for b in batches
+    ]
+    bar = progress_bar(progress, total=len(pending), desc=s.name, unit="cell")
+    if pending:
+        ex = make_executor(
+            name,
+            scheduler=scheduler or s.scheduler,
+            workers=n_workers,
+            processes=processes,
+        )
+        try:
+            for bi, results in ex.map(compute_payload, payloads):
+                for cell, res in zip(batches[bi], results):
+                    key = keys[cell.index]
+                    store.write(key, _cell_dataset(cell, key, res, s))
+                    if res["posteriors"]:
+                        store.write_posteriors(key, res["posteriors"])
+                    bar.update(1)
+                    if on_cell is not None:
+                        on_cell(cell)
+        finally:
+            ex.close()
+            bar.close()
+    ds = _combine(spec, store, keys)
+    files.save_netcdf(ds, store.root / "results.nc")
+    return ds
