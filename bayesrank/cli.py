@@ -27,30 +27,27 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-def _positive_int(text: str) -> int:
+def _parsed(check, parse, text: str, **bounds):
+    """An argparse ``type``: parse ``text``, then check it with bayesrank's own argument
+    checks (:mod:`bayesrank._validate`, NumPy only: the parser stays free of JAX)."""
+    from bayesrank._validate import check_int, check_real
+
     try:
-        v = int(text)
-    except ValueError:
+        value = parse(text)
+        return {"int": check_int, "real": check_real}[check](value, "value", **bounds)
+    except (TypeError, ValueError) as e:
         raise argparse.ArgumentTypeError(
-            f"expected a positive integer, got {text!r}"
+            str(e).replace("value: ", "", 1) if "value: " in str(e)
+            else f"expected {'an integer' if check == 'int' else 'a number'}, got {text!r}"
         ) from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+
+
+def _positive_int(text: str) -> int:
+    return _parsed("int", int, text, low=1)
 
 
 def _nonneg_float(text: str) -> float:
-    import math
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a finite number >= 0, got {text!r}"
-        ) from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return v
+    return _parsed("real", float, text, low=0)
 
 
 def _int(text: str) -> int:

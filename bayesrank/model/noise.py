@@ -14,13 +14,13 @@ Example:
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 
+from bayesrank._validate import check_real
 from bayesrank.model.links import Link
 
 __all__ = ["Bernoulli", "Gaussian", "Laplace", "Noise", "Poisson", "default_noise"]
@@ -35,14 +35,7 @@ def _float_mean(mean):
 
 
 def _check_scale(value, name: str, *, allow_zero: bool = True) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected a real number, got {value!r}") from None
-    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name}: expected a finite number {bound}, got {value!r}")
-    return v
+    return check_real(value, name, low=0, inclusive="both" if allow_zero else "neither")
 
 
 class Noise(ABC):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -39,23 +38,6 @@ def normal_estimate(est: float, contrib: np.ndarray) -> Estimate:
     n = contrib.shape[0]
     se = float(contrib.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     return Estimate(float(est), se, est - Z95 * se, est + Z95 * se)
-
-
-def positive_int(x, name: str) -> int:
-    """x as an int >= 1, or a ValueError naming ``name``."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {x!r}")
-    return int(x)
-
-
-def positive_float(x, name: str) -> float:
-    """x as a finite float > 0, or a ValueError/TypeError naming ``name``."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{name}: expected a finite number > 0, got {x!r}")
-    x = float(x)
-    if not np.isfinite(x) or x <= 0:
-        raise ValueError(f"{name}: expected a finite number > 0, got {x!r}")
-    return x
 
 
 def check_items(items, d: int, K: int | None = None, n_used: int = 0) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesrank.ope._common import positive_int
+from bayesrank._validate import check_int
 
 __all__ = ["percentile_interval", "resample_counts"]
 
@@ -37,8 +37,8 @@ def resample_counts(n: int, n_boot: int, seed: int = 0):
         >>> [c.shape for c in chunks], chunks[0].sum(axis=1).tolist()
         ([(3, 5)], [5.0, 5.0, 5.0])
     """
-    n = positive_int(n, "n")
-    n_boot = positive_int(n_boot, "n_boot")
+    n = check_int(n, "n", low=1)
+    n_boot = check_int(n_boot, "n_boot", low=1)
     rng = np.random.default_rng(seed)
     chunk = max(1, min(n_boot, MAX_COUNTS // n))
     for start in range(0, n_boot, chunk):  # chunks of replicates (memory), not rounds

@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesrank.ope._common import Z95, Estimate, check_items, positive_float
+from bayesrank._validate import check_real
+from bayesrank.ope._common import Z95, Estimate, check_items
 
 __all__ = ["RewardModel", "dm", "fit_reward_model"]
 
@@ -292,7 +293,7 @@ def fit_reward_model(lists, rewards, v0, items, *, ridge=1.0) -> RewardModel:
         True
     """
     lists, r, v0s, items = _prepare(lists, rewards, v0, items)
-    ridge = positive_float(ridge, "ridge")
+    ridge = check_real(ridge, "ridge", low=0, inclusive="neither")
     coef, prec = solve(design(lists, r, v0s, items), ridge)
     return RewardModel(coef[0], np.linalg.inv(prec[0]), items, ridge)
 
@@ -336,7 +337,7 @@ def dm(lists, rewards, v0, items, target_lists, *, ridge=1.0) -> Estimate:
         True
     """
     lists, r, v0s, items = _prepare(lists, rewards, v0, items)
-    ridge = positive_float(ridge, "ridge")
+    ridge = check_real(ridge, "ridge", low=0, inclusive="neither")
     t = np.asarray(target_lists)
     if t.ndim == 2:
         t = t[:, None, :]

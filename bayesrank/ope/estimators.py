@@ -32,13 +32,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayesrank._validate import check_seed
+from bayesrank._validate import check_int, check_real, check_seed
 from bayesrank.ope._common import (
     Estimate,
     check_items,
     normal_estimate,
-    positive_float,
-    positive_int,
 )
 from bayesrank.ope.bootstrap import percentile_interval, resample_counts
 from bayesrank.ope.direct import (
@@ -421,12 +419,12 @@ def evaluate(
     estimators = _check_estimators(estimators, log)
     if not isinstance(ci, str) or ci not in CI_METHODS:
         raise ValueError(f"ci: expected one of {list(CI_METHODS)}, got {ci!r}")
-    n_boot = positive_int(n_boot, "n_boot")
+    n_boot = check_int(n_boot, "n_boot", low=1)
     seed = check_seed(seed)
-    n_batches = positive_int(n_batches, "n_batches")
+    n_batches = check_int(n_batches, "n_batches", low=1)
     needs_model = any(e in MODEL_ESTIMATORS for e in estimators)
     if needs_model:
-        ridge = positive_float(ridge, "ridge")
+        ridge = check_real(ridge, "ridge", low=0, inclusive="neither")
         items = _items_for(log, target, items)
     probs, batch, det, draws = target_probabilities(
         log, target, n_draws=n_draws, n_batches=n_batches, deterministic=deterministic,

@@ -17,8 +17,7 @@ import jax
 import numpy as np
 import xarray as xr
 
-from bayesrank.ope._common import positive_float
-from bayesrank.ope._common import positive_int as _positive_int
+from bayesrank._validate import check_int, check_real
 from bayesrank.ope.log import as_log
 
 __all__ = ["EpsilonGreedyLogger", "SoftmaxLogger", "UniformLogger", "collect"]
@@ -57,8 +56,8 @@ class UniformLogger:
     """
 
     def __init__(self, K: int, L: int):
-        self.K = _positive_int(K, "K")
-        self.L = _positive_int(L, "L")
+        self.K = check_int(K, "K", low=1)
+        self.L = check_int(L, "L", low=1)
 
     def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
         """(n, L) int lists for the n requests with contexts v0s (n, d)."""
@@ -99,8 +98,8 @@ class EpsilonGreedyLogger:
         if not callable(policy_lists_fn):
             raise TypeError("policy_lists_fn: expected a callable v0 -> (L,) list")
         self.policy_lists_fn = policy_lists_fn
-        self.K = _positive_int(K, "K")
-        self.L = _positive_int(L, "L")
+        self.K = check_int(K, "K", low=1)
+        self.L = check_int(L, "L", low=1)
         eps = float(epsilon)
         if not 0.0 <= eps <= 1.0:
             raise ValueError(f"epsilon: expected a probability in [0, 1], got {epsilon!r}")
@@ -192,9 +191,9 @@ class SoftmaxLogger:
     """
 
     def __init__(self, scores, temperature=1.0, *, K=None, L=None):
-        K = None if K is None else _positive_int(K, "K")
-        L = None if L is None else _positive_int(L, "L")
-        self.temperature = positive_float(temperature, "temperature")
+        K = None if K is None else check_int(K, "K", low=1)
+        L = None if L is None else check_int(L, "L", low=1)
+        self.temperature = check_real(temperature, "temperature", low=0, inclusive="neither")
         if callable(scores):
             if K is None or L is None:
                 raise ValueError("K, L: both are needed when scores is a callable")
@@ -275,7 +274,7 @@ def collect(env, logger, n: int, *, seed: int = 0) -> xr.Dataset:
         >>> dict(log.sizes), float(log.pscore_list[0])
         ({'round': 100, 'position': 2, 'dim': 3, 'item': 5}, 0.04)
     """
-    n = _positive_int(n, "n")
+    n = check_int(n, "n", low=1)
     if logger.K != env.K or logger.L != env.L:
         raise ValueError(
             f"logger: K={logger.K}, L={logger.L} do not match the env's "

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesrank.ope._common import positive_int
+from bayesrank._validate import check_int
 
 __all__ = ["TargetDraws", "draw_target", "target_probabilities", "true_value"]
 
@@ -90,7 +90,7 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
         >>> draw_target(log, Coin(), n_draws=50).lists.shape
         (1, 50, 1)
     """
-    n_draws = positive_int(n_draws, "n_draws")
+    n_draws = check_int(n_draws, "n_draws", low=1)
     lists = np.asarray(log["lists"].values)
     v0s = np.asarray(log["v0"].values, float)
     L = lists.shape[1]
@@ -256,7 +256,7 @@ def true_value(env, target, v0=None, n_draws=1000) -> float:
         v0 = np.asarray(v0, float)
         env = env.with_v0(v0)
     with _frozen(target):
-        lists = _draw(target, v0, positive_int(n_draws, "n_draws"))
+        lists = _draw(target, v0, check_int(n_draws, "n_draws", low=1))
     if (lists == lists[0]).all():
         return float(env.expected_reward(lists[0]))
     return float(np.mean(np.asarray(env.expected_reward(lists))))

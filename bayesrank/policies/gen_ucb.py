@@ -31,12 +31,13 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._validate import check_real
 from bayesrank.policies.base import check_items_w_v0
 from bayesrank.policies.bonus import GenUCBTables
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Optimistic
 from bayesrank.policies.features import pair_features
-from bayesrank.policies.ucb import UCBPolicy, real_arg
+from bayesrank.policies.ucb import UCBPolicy
 
 __all__ = ["GenRankUCB", "gen_rank_ucb", "w_hat"]
 
@@ -119,7 +120,7 @@ class GenRankUCB(UCBPolicy):
         V, W, v0a, L = check_items_w_v0(items, L, None, v0)
         self.K, self.L = V.shape[0], L
         self.items, self.w, self.v0 = V, W, v0a
-        m3 = real_arg(m3, "m3")
+        m3 = check_real(m3, "m3", low=0)
         if not (math.isfinite(m3) and m3 >= 0):
             raise ValueError(f"m3: expected a finite number >= 0, got {m3!r}")
         self.m3 = m3

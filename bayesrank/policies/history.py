@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank._validate import check_int
+
 __all__ = ["DEFAULT_CAPACITY", "History", "check_capacity"]
 
 #: Impressions kept by default.
@@ -27,11 +29,7 @@ DEFAULT_CAPACITY = 10_000
 
 def check_capacity(capacity, name: str = "max_history") -> int:
     """An int >= 0 (bools and other types refused)."""
-    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)):
-        raise TypeError(f"{name}: expected an int >= 0, got {capacity!r}")
-    if capacity < 0:
-        raise ValueError(f"{name}: expected an int >= 0, got {capacity}")
-    return int(capacity)
+    return check_int(capacity, name, low=0)
 
 
 class History:

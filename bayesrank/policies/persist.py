@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._validate import check_int
 from bayesrank.policies.history import DEFAULT_CAPACITY, check_capacity
 
 __all__ = ["FORMAT", "load_policy", "save_policy"]
@@ -122,9 +123,12 @@ def _read(path: Path) -> dict:
 
 def _int(cfg: dict, name: str, low: int) -> int:
     v = cfg.get(name)
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
+    if not isinstance(v, int):  # JSON integers only
         raise _Bad(f"config_json: {name} must be an int >= {low}, got {v!r}")
-    return v
+    try:
+        return check_int(v, f"config_json: {name}", low=low)
+    except (TypeError, ValueError) as e:
+        raise _Bad(str(e)) from None
 
 
 def _config(data: dict, cls) -> dict:

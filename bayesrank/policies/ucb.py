@@ -55,6 +55,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._validate import check_real
 from bayesrank.model.links import link_constants
 from bayesrank.policies.base import (
     Policy,
@@ -108,36 +109,15 @@ def default_model(lam: float):
     return GaussianLinear(prior_scale=1.0 / math.sqrt(lam), noise_scale=1.0)
 
 
-def real_arg(x, name: str) -> float:
-    """``float(x)``, or TypeError naming the argument (bools are refused)."""
-    if isinstance(x, bool):
-        raise TypeError(f"{name}: expected a real number, got {x!r}")
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected a real number, got {x!r}") from None
-
-
 def check_ucb_args(delta, lam, alpha, m2, c1):
     """Validate the confidence-width arguments; returns them as floats."""
-    num = real_arg
-    delta, lam, m2 = num(delta, "delta"), num(lam, "lam"), num(m2, "m2")
-    if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta: expected a number in (0, 1), got {delta!r}")
-    if not (math.isfinite(lam) and lam > 0):
-        raise ValueError(f"lam: expected a finite number > 0, got {lam!r}")
-    if not (math.isfinite(m2) and m2 >= 0):
-        raise ValueError(f"m2: expected a finite number >= 0, got {m2!r}")
+    delta = check_real(delta, "delta", low=0, high=1, inclusive="neither")
+    lam = check_real(lam, "lam", low=0, inclusive="neither")
+    m2 = check_real(m2, "m2", low=0)
     if alpha is not None:
-        alpha = num(alpha, "alpha")
-        if not (math.isfinite(alpha) and alpha >= 0):
-            raise ValueError(
-                f"alpha: expected None or a finite number >= 0, got {alpha!r}"
-            )
+        alpha = check_real(alpha, "alpha", low=0)
     if c1 is not None:
-        c1 = num(c1, "c1")
-        if not (math.isfinite(c1) and 0 < c1 <= 1):
-            raise ValueError(f"c1: expected None or a number in (0, 1], got {c1!r}")
+        c1 = check_real(c1, "c1", low=0, high=1, inclusive="right")
     return delta, lam, alpha, m2, c1
 
 
@@ -151,7 +131,7 @@ def resolve_lam(model, lam):
     own = getattr(model, "lam", None) if model is not None else None
     if lam is None:
         return 1.0 if own is None else float(own)
-    if own is not None and not math.isclose(real_arg(lam, "lam"), float(own),
+    if own is not None and not math.isclose(check_real(lam, "lam"), float(own),
                                             rel_tol=1e-12):
         raise ValueError(
             f"lam: the model's MAP is regularised by lam = 1/prior_scale^2 = {own!r}; "

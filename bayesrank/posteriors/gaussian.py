@@ -72,6 +72,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part
+from bayesrank._validate import check_int, check_real
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
@@ -210,14 +211,7 @@ def _check_prior(prior_mean, prior_scale):
 
 def _check_discount(discount) -> float:
     """gamma in (0, 1]: 1 keeps every observation at full weight."""
-    if isinstance(discount, bool) or not isinstance(
-        discount, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"discount: expected a number in (0, 1], got {discount!r}")
-    g = float(discount)
-    if not 0.0 < g <= 1.0:
-        raise ValueError(f"discount: expected a number in (0, 1], got {discount!r}")
-    return g
+    return check_real(discount, "discount", low=0, high=1, inclusive="right")
 
 
 def _jsonable(value):
@@ -228,9 +222,7 @@ def _jsonable(value):
 
 
 def _check_L_p(L, p, p_prior) -> tuple[int, int]:
-    for name, v in (("L", L), ("p", p)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    L, p = check_int(L, "L", low=1), check_int(p, "p", low=1)
     if p_prior is not None and p != p_prior:
         raise ValueError(
             f"p: the prior has dimension {p_prior}, but init was asked for p={p}"

@@ -72,10 +72,11 @@ import numpy as np
 from jax.scipy.special import gammaln, log_ndtr
 
 from bayesrank._static import Part, jit_method
+from bayesrank._validate import check_int, check_real
 from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
-from bayesrank.posteriors.checks import check_int, positive_float, real_float
+from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import GaussianLinear, _host_rng
 
 __all__ = ["LAPLACE_LINKS", "LaplaceGLM", "LaplaceState", "loglik"]
@@ -340,13 +341,13 @@ class LaplaceGLM(Part):
         if not isinstance(name, str) or name not in LAPLACE_LINKS:
             raise ValueError(f"link: expected one of {LAPLACE_LINKS}, got {link!r}")
         self.link = get_link(name)
-        self.prior_scale = positive_float(prior_scale, "prior_scale")
-        self.noise_scale = positive_float(noise_scale, "noise_scale")
-        self.n_max = check_int(n_max, "n_max", 1)
-        self.tol = positive_float(tol, "tol")
-        self.max_iter = check_int(max_iter, "max_iter", 1)
+        self.prior_scale = check_real(prior_scale, "prior_scale", low=0, inclusive="neither")
+        self.noise_scale = check_real(noise_scale, "noise_scale", low=0, inclusive="neither")
+        self.n_max = check_int(n_max, "n_max", low=1)
+        self.tol = check_real(tol, "tol", low=0, inclusive="neither")
+        self.max_iter = check_int(max_iter, "max_iter", low=1)
         if hessian_tol is not None:
-            hessian_tol = real_float(hessian_tol, "hessian_tol")
+            hessian_tol = check_real(hessian_tol, "hessian_tol")
             if not 0.0 <= hessian_tol < 1.0:
                 raise ValueError(
                     f"hessian_tol: expected a relative step in [0, 1) or None, got "
@@ -387,8 +388,8 @@ class LaplaceGLM(Part):
         """
         if self._exact is not None:
             return self._exact.init(L, p)
-        L = check_int(L, "L", 1)
-        p = check_int(p, "p", 1)
+        L = check_int(L, "L", low=1)
+        p = check_int(p, "p", low=1)
         dtype = jnp.result_type(float)
         chol0 = jnp.eye(p, dtype=dtype) * math.sqrt(self.lam)
         return LaplaceState(
@@ -562,11 +563,9 @@ class LaplaceGLM(Part):
             return dt
         from scipy.linalg import solve_triangular
 
-        from bayesrank.posteriors.datatree import make_datatree
-
         position = _check_position(position, state.x.shape[0])
-        draws = check_int(draws, "draws", 1)
-        chains = check_int(chains, "chains", 1)
+        draws = check_int(draws, "draws", low=1)
+        chains = check_int(chains, "chains", low=1)
         rng = _host_rng(key)
         chol = np.asarray(state.chol[position], float)
         mean = np.asarray(state.theta[position], float)

@@ -74,15 +74,10 @@ from numpyro.infer.util import potential_energy as _potential_energy
 from numpyro.primitives import Messenger
 
 from bayesrank._static import Part, jit_method
+from bayesrank._validate import check_int, check_real
 from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import models
 from bayesrank.posteriors.base import check_reward_support
-from bayesrank.posteriors.checks import (
-    check_int,
-    positive_float,
-    real_float,
-    unit_interval,
-)
 from bayesrank.posteriors.model_link import infer_link, support_of
 from bayesrank.posteriors.numpyro_compat import (
     HMCState,
@@ -91,6 +86,7 @@ from bayesrank.posteriors.numpyro_compat import (
     refresh_potential,
 )
 from bayesrank.posteriors.nuts_adapt import Schedule, readapt
+from bayesrank.posteriors.nuts_export import fresh_chains
 from bayesrank.posteriors.registry import function_path, resolve_model
 
 __all__ = ["BayesGLM", "MaskObserved", "NumPyroModel", "NutsState"]
@@ -185,7 +181,6 @@ def _raise_overflow(full, n_max):
         )
 
 
-_check_int = check_int
 
 
 #: The models' jitted steps, compiled once per model configuration: the model is
@@ -281,32 +276,32 @@ class NumPyroModel(Part):
                 f"overflow: expected 'raise' or 'window', got {overflow!r}"
             )
         if readapt_growth is not None and not (
-            real_float(readapt_growth, "readapt_growth") > 1.0
+            check_real(readapt_growth, "readapt_growth") > 1.0
         ):
             raise ValueError(
                 f"readapt_growth: expected a number > 1 or None, got {readapt_growth}"
             )
-        target_accept_prob = unit_interval(target_accept_prob, "target_accept_prob")
+        target_accept_prob = check_real(target_accept_prob, "target_accept_prob", low=0, high=1, inclusive="neither")
         self.model = model
         self.theta_site = theta_site
         if not isinstance(w_site, str):
             raise TypeError(f"w_site: expected a str, got {w_site!r}")
         self.w_site = w_site
         self.latent_w = False
-        self.n_max = _check_int(n_max, "n_max", 1)
-        self.num_warmup = _check_int(num_warmup, "num_warmup", 0)
-        self.steps_per_round = _check_int(steps_per_round, "steps_per_round", 1)
-        self.readapt_start = _check_int(readapt_start, "readapt_start", 1)
+        self.n_max = check_int(n_max, "n_max", low=1)
+        self.num_warmup = check_int(num_warmup, "num_warmup", low=0)
+        self.steps_per_round = check_int(steps_per_round, "steps_per_round", low=1)
+        self.readapt_start = check_int(readapt_start, "readapt_start", low=1)
         self.readapt_growth = None if readapt_growth is None else float(readapt_growth)
-        self.refit_every = _check_int(refit_every, "refit_every", 1)
-        self.max_tree_depth = _check_int(max_tree_depth, "max_tree_depth", 1)
+        self.refit_every = check_int(refit_every, "refit_every", low=1)
+        self.max_tree_depth = check_int(max_tree_depth, "max_tree_depth", low=1)
         self.target_accept_prob = float(target_accept_prob)
         if not isinstance(dense_mass, (bool, np.bool_)):
             raise TypeError(f"dense_mass: expected a bool, got {dense_mass!r}")
         self.dense_mass = bool(dense_mass)
-        self.mean_window = _check_int(mean_window, "mean_window", 1)
+        self.mean_window = check_int(mean_window, "mean_window", low=1)
         self.overflow = overflow
-        self._dim = 2 if dim is None else _check_int(dim, "dim", 1)
+        self._dim = 2 if dim is None else check_int(dim, "dim", low=1)
         self._cache: dict = {}
         self._export_cache: dict = {}
         site_support = self._check_theta_site(self._dim)
@@ -451,8 +446,8 @@ class NumPyroModel(Part):
         Returns:
             NutsState.
         """
-        L = _check_int(L, "L", 1)
-        p = _check_int(p, "p", 1)
+        L = check_int(L, "L", low=1)
+        p = check_int(p, "p", low=1)
         mach = self._machinery(p)
         dtype = jnp.result_type(float)
         hmc_l = jax.tree.map(
@@ -709,8 +704,6 @@ class NumPyroModel(Part):
             prior log density: non-observed sample sites, constrained space),
             observed_data and constant_data (X).
         """
-        from bayesrank.posteriors.nuts_export import fresh_chains
-
         del data
         return fresh_chains(
             self,
@@ -830,8 +823,8 @@ class BayesGLM(NumPyroModel):
         name = link.name if isinstance(link, Link) else link
         if not isinstance(name, str) or name not in models.GLM_LINKS:
             raise ValueError(f"link: expected one of {models.GLM_LINKS}, got {link!r}")
-        prior_scale = positive_float(prior_scale, "prior_scale")
-        noise_scale = positive_float(noise_scale, "noise_scale")
+        prior_scale = check_real(prior_scale, "prior_scale", low=0, inclusive="neither")
+        noise_scale = check_real(noise_scale, "noise_scale", low=0, inclusive="neither")
         if prior is not None and not isinstance(
             prior, numpyro.distributions.Distribution
         ):

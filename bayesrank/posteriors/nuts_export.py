@@ -26,7 +26,8 @@ import numpy as np
 import numpyro
 from numpyro.infer.util import log_likelihood
 
-from bayesrank.posteriors.checks import check_int
+from bayesrank._validate import check_int
+from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.numpyro_compat import build_kernel, fresh_state
 
 __all__ = ["fresh_chains"]
@@ -137,13 +138,11 @@ def fresh_chains(
         non-observed sample sites, constrained space), observed_data and
         constant_data (X).
     """
-    from bayesrank.posteriors.datatree import make_datatree
-
     x_all, y_all = model.data(state, position)  # validates position
-    chains = check_int(chains, "chains", 1)
-    draws = check_int(draws, "draws", 1)
-    warmup = draws if warmup is None else check_int(warmup, "warmup", 1)
-    depth = check_int(max_tree_depth, "max_tree_depth", 1)
+    chains = check_int(chains, "chains", low=1)
+    draws = check_int(draws, "draws", low=1)
+    warmup = draws if warmup is None else check_int(warmup, "warmup", low=1)
+    depth = check_int(max_tree_depth, "max_tree_depth", low=1)
     if chain_method not in _CHAIN_METHODS:
         raise ValueError(
             f"chain_method: expected one of {_CHAIN_METHODS}, got {chain_method!r}"

@@ -121,11 +121,11 @@ TAMPERED = {
     "format zero": (lambda a: _with_cfg(a, format=0), "format must be an int >= 1"),
     "format string": (lambda a: _with_cfg(a, format="2"), "format must be an int"),
     "wrong class": (lambda a: _with_cfg(a, **{"class": "RankUCB"}), "not a RankTS"),
-    "negative seed": (lambda a: _with_cfg(a, seed=-1), "seed must be an int >= 0"),
-    "negative round counter": (lambda a: _with_cfg(a, t=-5), "t must be an int >= 0"),
+    "negative seed": (lambda a: _with_cfg(a, seed=-1), "seed: expected an integer >= 0"),
+    "negative round counter": (lambda a: _with_cfg(a, t=-5), "t: expected an integer >= 0"),
     "float round counter": (lambda a: _with_cfg(a, t=2.5), "t must be an int"),
     "round counter missing": (lambda a: _with_cfg(a, t=_DROP), "t must be an int"),
-    "K zero": (lambda a: _with_cfg(a, K=0), "K must be an int >= 1"),
+    "K zero": (lambda a: _with_cfg(a, K=0), "K: expected an integer >= 1"),
     "n_state too large": (lambda a: _with_cfg(a, n_state=99), "missing state arrays"),
     "n_state too small": (lambda a: _with_cfg(a, n_state=2), "does not match"),
     "key_leaves bad": (lambda a: _with_cfg(a, key_leaves=["x"]), "key_leaves"),
@@ -345,7 +345,7 @@ def test_file_size_is_bounded_by_the_kept_history(env, tmp_path):
 @pytest.mark.parametrize("bad", [-1, 2.5, "10", True, None])
 def test_bad_max_history(env, bad):
     pol = br.RankTS(items=env.items, w=env.w, seed=0)
-    with pytest.raises((TypeError, ValueError), match="max_history: expected an int >= 0"):
+    with pytest.raises((TypeError, ValueError), match="max_history: expected an integer"):
         pol.max_history = bad
     assert pol.max_history == 10_000
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesrank._validate import check_int
 from bayesrank.datasets.obd import obd_items
 from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.gen_ucb import GenRankUCB
@@ -218,9 +219,7 @@ def check_cfg(cfg: StudyConfig) -> None:
     if not isinstance(cfg, StudyConfig):
         raise TypeError(f"cfg: expected a StudyConfig, got {type(cfg).__name__}")
     for name in ("T", "runs", "steps_per_round"):
-        v = getattr(cfg, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"cfg.{name}: expected a positive integer, got {v!r}")
+        check_int(getattr(cfg, name), f"cfg.{name}", low=1)
     if not cfg.w_max or any(not np.isfinite(w) or w < 0 for w in cfg.w_max):
         raise ValueError(f"cfg.w_max: expected finite numbers >= 0, got {cfg.w_max!r}")
 

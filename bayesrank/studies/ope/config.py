@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesrank._validate import check_int, check_real
 from bayesrank.datasets.obd import CAMPAIGNS
 from bayesrank.ope import EpsilonGreedyLogger, UniformLogger
 
@@ -283,16 +284,13 @@ def _int_tuple(cfg, name: str, low: int) -> None:
     if not isinstance(v, tuple) or not v:
         raise ValueError(f"cfg.{name}: expected a non-empty tuple, got {v!r}")
     for x in v:
-        if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < low:
-            raise ValueError(f"cfg.{name}: expected integers >= {low}, got {v!r}")
+        check_int(x, f"cfg.{name}", low=low)
     if len(set(v)) != len(v):
         raise ValueError(f"cfg.{name}: expected distinct values, got {v!r}")
 
 
 def _int(cfg, name: str, low: int) -> None:
-    v = getattr(cfg, name)
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
-        raise ValueError(f"cfg.{name}: expected an integer >= {low}, got {v!r}")
+    check_int(getattr(cfg, name), f"cfg.{name}", low=low)
 
 
 def check_cfg(cfg: OPEStudyConfig) -> None:
@@ -330,9 +328,7 @@ def check_cfg(cfg: OPEStudyConfig) -> None:
             )
     if len(set(cfg.loggers)) != len(cfg.loggers):
         raise ValueError(f"cfg.loggers: expected distinct names, got {cfg.loggers!r}")
-    eps = cfg.epsilon
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps <= 1:
-        raise ValueError(f"cfg.epsilon: expected a probability in (0, 1], got {eps!r}")
+    check_real(cfg.epsilon, "cfg.epsilon", low=0, high=1, inclusive="right")
     _int(cfg, "d", 2)
     _int(cfg, "env_seed", 0)
     _int(cfg, "model_max_n", 0)

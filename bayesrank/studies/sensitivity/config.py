@@ -30,12 +30,12 @@ Example:
 from __future__ import annotations
 
 import itertools
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from bayesrank._validate import check_int, check_real
 from bayesrank.studies.sensitivity.grid import (
     NUTS_OPTION_KEYS,
     PRIOR_FAMILIES,
@@ -158,28 +158,21 @@ def _as_list(value, key: str) -> list:
 
 
 def _int(value, key: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _err(key, f"expected an integer, got {value!r}")
-    if value < low:
-        raise _err(key, f"expected an integer >= {low}, got {value}")
-    return int(value)
+    if not isinstance(value, int):  # TOML integers only (no NumPy scalars in a file)
+        raise TypeError(f"{key}: expected an integer, got {value!r}")
+    return check_int(value, key, low=low)
 
 
 def _float(value, key: str, *, positive=False, nonneg=False, lo=None, hi=None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _err(key, f"expected a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise _err(key, f"expected a finite number, got {value!r}")
-    if positive and v <= 0:
-        raise _err(key, f"expected a number > 0, got {value!r}")
-    if nonneg and v < 0:
-        raise _err(key, f"expected a number >= 0, got {value!r}")
-    if lo is not None and v < lo:
-        raise _err(key, f"expected a number >= {lo}, got {value!r}")
-    if hi is not None and v >= hi:
-        raise _err(key, f"expected a number < {hi}, got {value!r}")
-    return v
+    """A TOML number checked by :func:`bayesrank._validate.check_real`: ``positive``
+    (> 0), ``nonneg`` (>= 0), ``lo`` (>= lo), ``hi`` (< hi)."""
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"{key}: expected a number, got {value!r}")
+    low = 0.0 if (positive or nonneg) else lo
+    closed_left, closed_right = not positive, hi is None
+    inclusive = {(True, True): "both", (True, False): "left",
+                 (False, True): "right", (False, False): "neither"}[closed_left, closed_right]
+    return check_real(value, key, low=low, high=hi, inclusive=inclusive)
 
 
 def _table(value, key: str) -> Mapping:
