@@ -71,6 +71,11 @@ from bayesrank.decoding.checks import as_float
 from bayesrank.decoding.monotone import backward_in_jit
 from bayesrank.decoding.prefix import ucb_backward_prefix
 
+try:  # built at install time when a C compiler is present
+    from bayesrank.decoding import _prefix_scan as _built
+except ImportError:  # pragma: no cover - depends on the install
+    _built = None
+
 _log = logging.getLogger(__name__)
 
 #: The version of ``bayesrank.decoding._prefix_scan`` this module was written for; a build of
@@ -81,9 +86,8 @@ KERNEL_VERSION = 2
 
 def _load():
     """The C extension, or None (with a warning if a stale build is found)."""
-    try:  # built at install time when a C compiler is present
-        from bayesrank.decoding import _prefix_scan as mod
-    except ImportError:  # pragma: no cover - depends on the install
+    mod = _built
+    if mod is None:  # pragma: no cover - depends on the install
         return None
     found = getattr(mod, "KERNEL_VERSION", None)
     if found != KERNEL_VERSION:

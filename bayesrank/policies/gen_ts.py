@@ -38,6 +38,7 @@ from bayesrank.policies.estimate import Thompson
 from bayesrank.policies.features import pair_features
 from bayesrank.policies.gen_ucb import w_hat
 from bayesrank.policies.tables import PairTables
+from bayesrank.posteriors import GaussianLinear
 
 __all__ = ["GenRankTS", "gen_rank_ts"]
 
@@ -79,8 +80,6 @@ class GenRankTS(Policy):
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")
         if model is None:
-            from bayesrank.posteriors import GaussianLinear
-
             model = GaussianLinear()
         check_model(model, ("init", "update", "draw", "mean", "link"))
         V, W, v0a, L = check_items_w_v0(items, L, None, v0)

@@ -30,6 +30,8 @@ from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Thompson
 from bayesrank.policies.features import pair_features, window_features
 from bayesrank.policies.tables import DrawnWTables, LinearTables, WindowTables
+from bayesrank.posteriors import GaussianLinear
+from bayesrank.posteriors.latent import is_latent, latent_model
 from bayesrank.posteriors.w_prior import is_distribution
 
 __all__ = ["RankTS", "rank_ts", "rank_ts_latent_w"]
@@ -105,14 +107,10 @@ class RankTS(Policy):
         mask=None,
         seed: int = 0,
     ):
-        from bayesrank.posteriors.latent import is_latent
-
         if is_distribution(w) or is_latent(model):
             self._init_latent(model, items, L, w, v0, distinct, mask, seed)
             return
         if model is None:
-            from bayesrank.posteriors import GaussianLinear
-
             model = GaussianLinear()
         check_model(model, ("init", "update", "draw", "mean", "link"))
         V, W, v0a, L = check_items_w_v0(items, L, w, v0)
@@ -130,8 +128,6 @@ class RankTS(Policy):
         self._setup(rank_ts(model, V, W2, distinct=self.distinct), seed)
 
     def _init_latent(self, model, items, L, w, v0, distinct, mask, seed):
-        from bayesrank.posteriors.latent import is_latent, latent_model
-
         if is_latent(model):
             if w is not None:
                 raise ValueError(

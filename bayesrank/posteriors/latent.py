@@ -57,10 +57,10 @@ def latent_model(model, w_prior):
                                   noise_scale=model.noise_scale)
             return LatentW(base, w_prior)
         return LatentLaplace(model, w_prior)
-    from bayesrank.posteriors.nuts import BayesGLM, NumPyroModel
+    from bayesrank.posteriors.nuts import BayesGLM, NumPyroModel  # deferred: numpyro
 
     if isinstance(model, BayesGLM):
-        from bayesrank.posteriors.latent_nuts import LatentBayesGLM
+        from bayesrank.posteriors.latent_nuts import LatentBayesGLM  # deferred: numpyro
 
         return LatentBayesGLM(model, w_prior)
     if isinstance(model, NumPyroModel):

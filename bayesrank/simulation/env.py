@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_array, check_lists, check_seed
+from bayesrank.datasets import obd_position_clicks
 from bayesrank.decoding.api import best_list
+from bayesrank.decoding.backward import backward_dense
 from bayesrank.decoding.window import window_decode
 from bayesrank.model import scores
 from bayesrank.model.links import apply_links, resolve_links
@@ -220,8 +222,6 @@ class RankingEnv:
         """
         from scipy.special import expit, ndtr
 
-        from bayesrank.datasets import obd_position_clicks
-
         V = check_array(items, "items", ndim=2)
         K, d = V.shape
         if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
@@ -406,8 +406,6 @@ class RankingEnv:
         :class:`bayesrank.decoding.backward.Backward` with ``to_go`` (K,) and pointers.
         ``pick(env.first_scores(v0), env.to_go(mask), mask)`` is the best list of
         the user with v0, in O(K + L) per user."""
-        from bayesrank.decoding.backward import backward_dense
-
         self._need_pairwise("to_go")
         m = jnp.ones(self.K, bool) if mask is None else jnp.asarray(mask)
         _, pairs = scores.pair_scores(

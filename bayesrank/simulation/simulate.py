@@ -20,6 +20,9 @@ import numpy as np
 import xarray as xr
 
 from bayesrank._validate import check_seed
+from bayesrank._version import __version__
+from bayesrank.decoding.backward import pick
+from bayesrank.policies.context import Context
 from bayesrank.simulation.play import fold_in_keys, play
 
 __all__ = ["USERS", "noise_key", "policy_seed", "run_scan", "simulate"]
@@ -74,9 +77,6 @@ def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
             that v0 and the regret compares with that user's best list.
         to_go: ``env.to_go(mask)`` for ``users="items"`` (computed when None).
     """
-    from bayesrank.decoding.backward import pick
-    from bayesrank.policies.context import Context
-
     if ctx is None:
         ctx = Context(env.v0, jnp.ones(env.K, bool))
     context = None
@@ -142,8 +142,6 @@ def _stack(trees):
 
 def _versions() -> dict:
     import numpyro
-
-    from bayesrank._version import __version__
 
     return {
         "bayesrank": __version__,

@@ -46,13 +46,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> None:
     """Run the study named by the parsed ``args``."""
     if args.name == "obd":
-        from bayesrank.studies.obd.study import run_obd_study
+        from bayesrank.studies.obd.study import run_obd_study  # deferred: keeps JAX out
 
         run_obd_study(
             args.out or Path("bayesrank-study-obd"), quick=args.quick, seed=args.seed
         )
     elif args.name == "ope":
-        from bayesrank.studies.ope.study import run_ope_study
+        from bayesrank.studies.ope.study import run_ope_study  # deferred: keeps JAX out
 
         run_ope_study(
             args.out or Path("bayesrank-study-ope"), quick=args.quick, seed=args.seed

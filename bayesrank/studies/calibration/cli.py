@@ -39,9 +39,13 @@ def run_calibrate_cli(
     # float64: the exact models are checked for exactness (in float32 a rank-one
     # Cholesky update over 50-300 rows drifts enough to be seen at N = 1,000)
     jax.config.update("jax_enable_x64", True)
-    from bayesrank.studies.calibration import registry
-    from bayesrank.studies.calibration.report import write_report
-    from bayesrank.studies.calibration.study import _resolve, run_study, save
+    from bayesrank.studies.calibration import registry  # deferred: x64 first
+    from bayesrank.studies.calibration.report import write_report  # deferred: x64 first
+    from bayesrank.studies.calibration.study import (  # deferred: x64 first
+        _resolve,
+        run_study,
+        save,
+    )
 
     settings = (registry.QUICK if quick else registry.FULL)._replace(seed=int(seed))
     names = _resolve(models, settings)

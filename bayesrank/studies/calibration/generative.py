@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank.model import scores
+from bayesrank.simulation.env import RankingEnv
 
 __all__ = [
     "Design",
@@ -89,8 +90,6 @@ class Generative(NamedTuple):
 @functools.lru_cache(maxsize=16)
 def design_arrays(design: Design):
     """items (K, d), W (L, 1), v0 (d,) of the design's paper instance (NumPy)."""
-    from bayesrank.simulation.env import RankingEnv
-
     with jax.ensure_compile_time_eval():
         env = RankingEnv.paper(
             seed=design.seed, K=design.K, L=design.L, d=design.d, w_max=design.w_max

@@ -38,7 +38,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from bayesrank.policies import features
 from bayesrank.policies.gen_ucb import w_hat
+from bayesrank.posteriors.laplace import loglik
+from bayesrank.posteriors.latent_w import LatentW
 from bayesrank.studies.calibration.generative import (
     Design,
     Generative,
@@ -59,8 +62,6 @@ SAMPLERS = ("grid", "chain")
 def pair_features(key, n: int, design: Design):
     """Pair features ``(v_{a^l}, v_{a^{l-1}})`` of ``n`` uniformly random lists of the
     design (``a^0``: the design's v0): (n, L, 2d)."""
-    from bayesrank.policies import features
-
     items, _, v0 = design_arrays(design)
     lists = jax.random.randint(key, (n, design.L), 0, design.K)
     return features.pair_features(jnp.asarray(items), lists, jnp.asarray(v0))
@@ -111,8 +112,6 @@ class LatentWDraws:
     """
 
     def __init__(self, model, sampler: str = "grid"):
-        from bayesrank.posteriors.latent_w import LatentW
-
         if not isinstance(model, LatentW):
             raise TypeError(f"model: expected a LatentW, got {type(model).__name__}")
         if sampler not in SAMPLERS:
@@ -191,7 +190,6 @@ class JointMAPDraws(LatentWDraws):
         super().__init__(model, "grid")
         if getattr(model, "laplace", None) is None:
             raise TypeError("model: JointMAPDraws needs a LatentLaplace")
-        from bayesrank.posteriors.laplace import loglik
 
         self._loglik = loglik(model.link.name)
 

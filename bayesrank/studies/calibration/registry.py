@@ -16,11 +16,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from bayesrank.posteriors import (
+    BayesGLM,
+    GaussianLinear,
+    GaussianLinearUnknownNoise,
+    LaplaceGLM,
+    LatentLaplace,
+    LatentW,
+)
 from bayesrank.studies.calibration.generative import (
     Design,
     Generative,
     gaussian_generative,
 )
+from bayesrank.studies.calibration.latent import JointMAPDraws, LatentWDraws
 
 __all__ = ["CASES", "INLOOP", "Case", "InLoopCase", "QUICK", "FULL", "Settings",
            "model_names"]
@@ -83,8 +92,6 @@ class InLoopCase(NamedTuple):
 
 
 def _bayes_glm(**kw):
-    from bayesrank.posteriors import BayesGLM
-
     return BayesGLM(**kw)
 
 
@@ -98,23 +105,16 @@ def _negative_truth() -> Generative:
 
 
 def _gl(**kw):
-    from bayesrank.posteriors import GaussianLinear
-
     return GaussianLinear(**kw)
 
 
 def _nig(**kw):
-    from bayesrank.posteriors import GaussianLinearUnknownNoise
-
     return GaussianLinearUnknownNoise(**kw)
 
 
 def _latent(base, sampler: str = "grid"):
     """The latent-w model RankTS(w=Normal(0, 1)) runs, seen by SBC (theta and w)."""
     import numpyro.distributions as dist
-
-    from bayesrank.posteriors import LatentW
-    from bayesrank.studies.calibration.latent import LatentWDraws
 
     return LatentWDraws(LatentW(base, dist.Normal(0.0, 1.0)), sampler)
 
@@ -123,9 +123,6 @@ def _latent_glm(n: int, joint: bool = False):
     """RankTS(model=LaplaceGLM("logistic"), w=Normal(0, 1))'s posterior, or the joint
     MAP Laplace approximation it was chosen over (``joint``)."""
     import numpyro.distributions as dist
-
-    from bayesrank.posteriors import LatentLaplace
-    from bayesrank.studies.calibration.latent import JointMAPDraws, LatentWDraws
 
     model = LatentLaplace(_laplace("logistic", 1.0, n), dist.Normal(0.0, 1.0))
     return JointMAPDraws(model) if joint else LatentWDraws(model)
@@ -136,8 +133,6 @@ def _latent_truth() -> Generative:
 
 
 def _laplace(link: str, prior_scale: float, n: int):
-    from bayesrank.posteriors import LaplaceGLM
-
     # n_max = n: the buffer holds every impression, so the fit is the full-data MAP
     return LaplaceGLM(link=link, prior_scale=prior_scale, n_max=max(int(n), 1))
 

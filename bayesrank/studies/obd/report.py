@@ -14,6 +14,8 @@ from bayesrank.datasets.obd import obd_items, obd_log_summary
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ucb import RankUCB
 from bayesrank.posteriors.laplace import LaplaceGLM
+from bayesrank.studies import plots
+from bayesrank.studies.obd.config import FULL, POLICIES, QUICK, StudyConfig, build_env
 
 __all__ = ["end_regret", "figure", "log_checks", "report", "wilson"]
 
@@ -71,9 +73,6 @@ def figure(res, path) -> None:
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
-
-    from bayesrank.studies import plots
-    from bayesrank.studies.obd.config import POLICIES
 
     wm = res["w_max"].values
     T = res.sizes["round"]
@@ -150,8 +149,6 @@ def figure(res, path) -> None:
 
 
 def _scale(cfg: dict) -> str:
-    from bayesrank.studies.obd.config import FULL, QUICK
-
     core = {k: v for k, v in cfg.items() if k != "seed"}
     core["w_max"] = tuple(core["w_max"])
     for label, ref in (("full scale", FULL), ("--quick", QUICK)):
@@ -162,8 +159,6 @@ def _scale(cfg: dict) -> str:
 
 def _glm_c1_text(res) -> str:
     """c1 of logistic GLM-UCB (default m2 = 1) on each w_max's environment, as text."""
-    from bayesrank.studies.obd.config import StudyConfig, build_env
-
     cfg = json.loads(res.attrs["config"])
     cfg.pop("seed", None)
     scfg = StudyConfig(**{**cfg, "w_max": tuple(cfg["w_max"])})
@@ -214,7 +209,6 @@ def report(res) -> str:
     chk = log_checks(campaign)
     K = res.sizes["feature"] - 1
     names = [str(n) for n in res["policy"].values]
-    from bayesrank.studies.obd.config import POLICIES
 
     aware = [n for n in names if POLICIES.get(n) and POLICIES[n].neighbour_aware]
     base = [n for n in names if n not in aware]

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank.datasets.obd import CAMPAIGNS, obd_log_summary
+from bayesrank.ope import position_ips
+
 __all__ = ["obd_section"]
 
 
 def _campaign(entry: dict) -> dict:
-    from bayesrank.ope import position_ips
-
     n = np.asarray(entry["impressions"], int)
     k = np.asarray(entry["clicks"], int)
     K = int(entry["items_in_log"])
@@ -84,8 +85,6 @@ def obd_section(campaigns=("all", "men", "women")) -> dict:
         normal 95 % interval), the naive sum of click rates, and the quantities
         that show why item-level targets cannot be evaluated.
     """
-    from bayesrank.datasets.obd import CAMPAIGNS, obd_log_summary
-
     summary = obd_log_summary()["campaigns"]
     out = {}
     for c in campaigns:

@@ -14,6 +14,7 @@ import json
 
 import numpy as np
 
+from bayesrank.studies.ope.config import FULL, QUICK, estimator_variants
 from bayesrank.studies.ope.summary import (
     figures,
     fmt,
@@ -28,8 +29,6 @@ __all__ = ["figures", "findings", "fmt", "report", "summarise", "ts_summarise"]
 # ----------------------------------------------------------------------- report
 def _changes_from_full(cfg: dict) -> dict:
     """The settings of ``cfg`` that differ from the full scale (``seed`` aside)."""
-    from bayesrank.studies.ope.config import FULL, QUICK
-
     full = FULL._asdict()
     core = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
             if k != "seed" and k in full}
@@ -39,8 +38,6 @@ def _changes_from_full(cfg: dict) -> dict:
 
 
 def _scale(cfg: dict) -> str:
-    from bayesrank.studies.ope.config import FULL, QUICK
-
     core = {
         k: (tuple(v) if isinstance(v, list) else v)
         for k, v in cfg.items()
@@ -163,7 +160,6 @@ def findings(res) -> list[str]:
             "mostly estimates 0 (RMSE about the truth itself) and, when a log does "
             "contain it, a huge value (weight 1 / P(list) up to K^L)."
         )
-    from bayesrank.studies.ope.config import estimator_variants
 
     fits = {v.label for v in estimator_variants() if v.model}
     model = [e for e in ests if e in fits and not e.endswith("_sn")]

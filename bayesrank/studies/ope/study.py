@@ -42,7 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesrank import ope
+from bayesrank._version import __version__
 from bayesrank.studies import store
+from bayesrank.studies.ope import obd as ope_obd
+from bayesrank.studies.ope import report as ope_report
+from bayesrank.studies.ope import ts as ope_ts
 from bayesrank.studies.ope.config import (
     FULL,
     LOGGERS,
@@ -230,8 +235,6 @@ def log_estimates(
         >>> bool(np.all((out[:, 2] <= out[:, 0]) & (out[:, 0] <= out[:, 3])))
         True
     """
-    from bayesrank import ope
-
     out = np.full((len(variants), len(STATS)), np.nan)
     probs = target_event_probs(lists, target)
     v0 = np.asarray(v0, float)
@@ -323,8 +326,6 @@ def position_ips_limit(env, logger, target) -> float:
 def _versions() -> dict:
     import jax
     import xarray as xr
-
-    from bayesrank._version import __version__
 
     return {
         "bayesrank": __version__,
@@ -476,10 +477,6 @@ def run_ope_study(
         >>> bool(np.allclose(res["position_ips_limit"], res["truth"]))  # w = 0
         True
     """
-    from bayesrank.studies.ope import obd as ope_obd
-    from bayesrank.studies.ope import report as ope_report
-    from bayesrank.studies.ope import ts as ope_ts
-
     cfg = (QUICK if quick else FULL) if cfg is None else cfg
     check_cfg(cfg)
     out = Path(out)

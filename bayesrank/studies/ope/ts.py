@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank.ope import UniformLogger, collect, evaluate
+from bayesrank.policies.ts import RankTS
 from bayesrank.studies.ope.config import (
     OPEStudyConfig,
     build_env,
@@ -36,9 +38,6 @@ TS_STATS = ("estimate", "stderr", "ci_low", "ci_high", "mc_stderr")
 
 def fitted_ts_target(env, cfg: OPEStudyConfig, seed: int):
     """A RankTS (known w) fitted on ``cfg.ts_fit_rounds`` uniform rounds of env."""
-    from bayesrank.ope import UniformLogger, collect
-    from bayesrank.policies.ts import RankTS
-
     log = collect(env, UniformLogger(env.K, env.L), cfg.ts_fit_rounds, seed=seed)
     target = RankTS(items=env.items, L=env.L, w=env.w, v0=env.v0, seed=seed)
     target.fit(log)
@@ -59,8 +58,6 @@ def run_ts(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True):
     ``ts_logger``, ``ts_log`` and ``estimator``: ``ts_<stat>`` per log, ``ts_truth``
     and ``ts_truth_mc_se``, ``ts_distinct_lists``, ``ts_top_share``."""
     import xarray as xr
-
-    from bayesrank.ope import collect, evaluate
 
     variants = estimator_variants()
     names = {

@@ -15,7 +15,7 @@ from bayesrank.policies.ucb import RankUCB
 from bayesrank.posteriors.gaussian import GaussianLinear
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
-from bayesrank.studies import store
+from bayesrank.studies import plots, store
 
 __all__ = ["authors_alpha", "paper_policies", "run_demo", "summary_rows"]
 
@@ -84,8 +84,6 @@ def run_demo(
     out="bayesrank-demo", K=100, T=1000, runs=20, w_max=10.0, seed=0, quick=False
 ):
     """Run the demo, print a summary table, write ``regret.png`` and ``results.nc``."""
-    from bayesrank.studies import plots
-
     for name, val in (("K", K), ("T", T), ("runs", runs)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
             raise ValueError(f"{name}: expected a positive integer, got {val!r}")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesrank import theorems
 from bayesrank.model import noise
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
@@ -34,8 +35,10 @@ from bayesrank.policies.ucb import RankUCB
 from bayesrank.posteriors.gaussian import GaussianLinear
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
-from bayesrank.studies import store
-from bayesrank.studies.paper.demo import authors_alpha
+from bayesrank.studies import plots, store
+from bayesrank.studies.paper.demo import authors_alpha, paper_policies, summary_rows
+from bayesrank.studies.paper.unknown_w import SCALES as UW
+from bayesrank.studies.paper.unknown_w import run_unknown_w
 
 __all__ = [
     "PAPER_TIMING_MS",
@@ -75,9 +78,7 @@ SCALES = {
 
 def w_label(env, w_max: float) -> str:
     """"max|w| range X (realised Y)": the sampling range and the realised value."""
-    from bayesrank.theorems import w_max_realised
-
-    return f"max|w| range {w_max:g} (realised {w_max_realised(env):.3g})"
+    return f"max|w| range {w_max:g} (realised {theorems.w_max_realised(env):.3g})"
 
 
 def per_round_at(ds, rounds=CHECK_ROUNDS, window: int = CHECK_WINDOW) -> list[dict]:
@@ -101,8 +102,6 @@ def per_round_at(ds, rounds=CHECK_ROUNDS, window: int = CHECK_WINDOW) -> list[di
 
 
 def _coincide_note(ds) -> str:
-    from bayesrank.studies import plots
-
     notes = []
     for g in plots.coinciding(ds):
         notes.append(
@@ -120,10 +119,6 @@ def _coincide_note(ds) -> str:
 
 
 def _panel(name, env, T, runs, seed, out, title, report, alpha, w_max, extra=None):
-    from bayesrank import theorems
-    from bayesrank.studies import plots
-    from bayesrank.studies.paper.demo import paper_policies, summary_rows
-
     pol = paper_policies(env, alpha=alpha)
     if extra:
         pol.update(extra)
@@ -277,8 +272,6 @@ def response_times(K: int, rounds: int = 200, seed: int = 0) -> dict:
     """Average response time (select + update, ms per round) through the class API."""
     import jax
 
-    from bayesrank.studies.paper.demo import paper_policies
-
     env = RankingEnv.paper(seed=seed, K=K, L=4, d=10, w_max=10.0)
     out = {}
     for name, fac in paper_policies(env, alpha=authors_alpha()).items():
@@ -298,9 +291,6 @@ def response_times(K: int, rounds: int = 200, seed: int = 0) -> dict:
 
 
 def _timing(out, scale, seed, report, quick):
-    from bayesrank.studies import plots
-    from bayesrank.studies.paper.demo import paper_policies
-
     rows = []
     rounds = 100 if quick else 500
     for K in (10, 100):
@@ -374,8 +364,6 @@ def tightness_constants(env, *, lam: float = 1.0, delta: float = 0.1) -> dict:
     ``lam``, ``delta``; RankTS uses the prior ``N(0, m2^2 I)``, i.e. the proof's
     ``lam = 1/m2^2``. ``w_max``/``m3`` are over positions 2..L (w_1 is inert).
     """
-    from bayesrank import theorems
-
     c = theorems.instance_constants(env)
     common = {"L": c["L"], "d": c["d"], "c1": c["c1"], "c2": c["c2"]}
     return {
@@ -415,8 +403,6 @@ def tightness_policies(env, consts: dict) -> dict:
 
 
 def _bound_fn(name):
-    from bayesrank import theorems
-
     return {
         "RankUCB": theorems.rank_ucb_bound,
         "GenRankUCB": theorems.gen_rank_ucb_bound,
@@ -450,9 +436,6 @@ def _prior_averaged_ts(T, runs, seed, K, w_max):
 
 def _tightness(out, scale, seed, report, quick):
     import xarray as xr
-
-    from bayesrank import theorems
-    from bayesrank.studies import plots
 
     T = scale["T"]
     runs = scale["runs"]
@@ -534,9 +517,6 @@ def _tightness(out, scale, seed, report, quick):
 
 
 def _unknown_w(out, scale, seed, report, quick):
-    from bayesrank.studies.paper.unknown_w import SCALES as UW
-    from bayesrank.studies.paper.unknown_w import run_unknown_w
-
     name = next(n for n, v in UW.items() if v["T"] == scale["T"]
                 and v["runs"] == scale["runs"])
     path = run_unknown_w(out, scale=name, seed=seed)
@@ -593,8 +573,6 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     scale = SCALES[name]
     if what == "unknown-w":  # its own scales (the issue's: T = 3,000, 100 runs)
-        from bayesrank.studies.paper.unknown_w import SCALES as UW
-
         scale = {"T": UW[name]["T"], "runs": UW[name]["runs"]}
     report = [
         "# bayesrank reproduction of 'Ranking In Generalized Linear Bandits'\n",

@@ -41,10 +41,11 @@ from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.gen_ts import GenRankTS
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
+from bayesrank.posteriors import LaplaceGLM
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
-from bayesrank.studies import store
+from bayesrank.studies import plots, store
 from bayesrank.studies.paper.demo import authors_alpha
 
 __all__ = ["POLICY_NAMES", "SCALES", "policies", "run_unknown_w", "summary_table",
@@ -99,8 +100,6 @@ def policies(env, *, delta: float = 0.1) -> dict:
 def glm_policies(env, *, delta: float = 0.1, n_max: int = 3_000) -> dict:
     """``{name: factory(seed)}`` of the logistic part: every posterior a
     ``LaplaceGLM("logistic", n_max=n_max)`` (size the buffer to the horizon)."""
-    from bayesrank.posteriors import LaplaceGLM
-
     V, w, v0, L = env.items, env.w, env.v0, env.L
     alpha = authors_alpha(delta)
 
@@ -228,8 +227,6 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
     Returns:
         The path of ``report_unknown-w.md``.
     """
-    from bayesrank.studies import plots
-
     if scale not in SCALES:
         raise ValueError(f"scale: expected one of {sorted(SCALES)}, got {scale!r}")
     cfg = SCALES[scale]
@@ -265,8 +262,6 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         rows = summary_table(ds)
         model = None
         if glm:
-            from bayesrank.posteriors import LaplaceGLM
-
             model = LaplaceGLM(link, n_max=cfg["T"])
         track = w_tracking(env, cfg["T"], cfg["track_runs"], seed=seed, model=model)
         _w_figure(track, out / f"unknown_w_{tag}_w.png",

@@ -66,9 +66,9 @@ def run_sweep_cli(
         >>> "report.md" in written and "regret_heatmap.png" in written
         True
     """
-    from bayesrank.studies.sensitivity.config import load_config
-    from bayesrank.studies.sensitivity.report import write_report
-    from bayesrank.studies.sensitivity.run import run_sweep
+    from bayesrank.studies.sensitivity.config import load_config  # deferred: CLI glue
+    from bayesrank.studies.sensitivity.report import write_report  # deferred: CLI glue
+    from bayesrank.studies.sensitivity.run import run_sweep  # deferred: CLI glue
 
     if executor not in (None, "local", "dask"):
         raise ValueError(f"executor: expected 'local' or 'dask', got {executor!r}")

@@ -40,6 +40,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from bayesrank.model.noise import Gaussian
+from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
+from bayesrank.simulation.env import RankingEnv
+
 __all__ = [
     "CONJUGATE_FAMILIES",
     "NUTS_FAMILIES",
@@ -117,9 +121,6 @@ class EnvSpec:
 
     def build(self):
         """The :class:`bayesrank.RankingEnv` of this spec."""
-        from bayesrank.model.noise import Gaussian
-        from bayesrank.simulation.env import RankingEnv
-
         return RankingEnv.paper(
             seed=self.seed,
             K=self.K,
@@ -307,11 +308,6 @@ def build_model(prior: PriorSpec, T: int, hyper=None):
         'BayesGLM'
     """
     if prior.family in CONJUGATE_FAMILIES:
-        from bayesrank.posteriors.gaussian import (
-            GaussianLinear,
-            GaussianLinearUnknownNoise,
-        )
-
         if hyper is None:
             raise ValueError("hyper: conjugate families need their hyper-parameters")
         if prior.family == "gaussian":
@@ -319,7 +315,7 @@ def build_model(prior: PriorSpec, T: int, hyper=None):
         return GaussianLinearUnknownNoise(
             hyper["mean"], hyper["cov"], hyper["a0"], hyper["b0"]
         )
-    from bayesrank.posteriors.nuts import BayesGLM
+    from bayesrank.posteriors.nuts import BayesGLM  # deferred: numpyro imports tqdm
 
     if not math.isfinite(prior.noise_scale):
         raise ValueError(

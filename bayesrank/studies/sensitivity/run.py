@@ -34,8 +34,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank.model import scores
+from bayesrank.policies import features
+from bayesrank.policies.context import Context
+from bayesrank.policies.ts import RankTS, rank_ts
+from bayesrank.posteriors.base import update_many
+from bayesrank.simulation.play import fold_in_keys
+from bayesrank.simulation.play import play as play_rounds
+from bayesrank.simulation.simulate import noise_key, policy_seed
 from bayesrank.studies import store as files
 from bayesrank.studies.sensitivity.config import SweepSettings, SweepSpec
+from bayesrank.studies.sensitivity.executors import make_executor
 from bayesrank.studies.sensitivity.grid import Cell, build_model, conjugate_hyper
 
 __all__ = [
@@ -101,16 +110,13 @@ def _play(core, env, T: int, best):
 
     The same keys per round as :func:`bayesrank.simulation.simulate.run_scan`.
     """
-    from bayesrank.policies.context import Context
-    from bayesrank.simulation.play import fold_in_keys, play
-
     ctx = Context(env.v0, jnp.ones(env.K, bool))
 
     def record(r):
         return r.best - r.env.expected_reward(r.items), r.items, r.rewards
 
     def run(state, pkey, nkey):
-        state, (regret, items, rewards) = play(
+        state, (regret, items, rewards) = play_rounds(
             core, env, state, T, keys=fold_in_keys(pkey, nkey), ctx=ctx, best=best,
             record=record,
         )
@@ -120,8 +126,6 @@ def _play(core, env, T: int, best):
 
 
 def _features(env, items):
-    from bayesrank.model import scores
-
     return scores.list_features(env.items, env.W, env.v0, items)
 
 
@@ -131,9 +135,6 @@ def _replay_fn(model, env, T: int, pair: bool = False):
     ``pair``: the model learns from the pair features ``(v_{a^l}, v_{a^{l-1}})``
     (a latent-w model) instead of ``v_{a^l} + w_l v_{a^{l-1}}``.
     """
-    from bayesrank.policies import features
-    from bayesrank.posteriors.base import update_many
-
     def replay(items, rewards, c):
         if pair:
             x = features.pair_features(env.items, items, env.v0)
@@ -147,8 +148,6 @@ def _replay_fn(model, env, T: int, pair: bool = False):
 
 def _conjugate_fns(cell: Cell, T: int):
     """Compiled (play over cells x runs, replay of one cell), cached per group."""
-    from bayesrank.policies.ts import rank_ts
-
     key = ("conjugate", cell.prior.family, cell.env, T, jax.config.jax_enable_x64)
     if key in _COMPILED:
         return _COMPILED[key]
@@ -291,8 +290,6 @@ def _diagnose(cell, model, replay, items, rewards, s: SweepSettings, env):
 
 
 def _keys(s: SweepSettings):
-    from bayesrank.simulation.simulate import noise_key, policy_seed
-
     pkeys = jnp.stack([jax.random.key(policy_seed(s.seed, r)) for r in range(s.runs)])
     nkeys = jnp.stack([noise_key(s.seed, r) for r in range(s.runs)])
     return pkeys, nkeys
@@ -336,8 +333,6 @@ def _compute_conjugate(cells: list[Cell], s: SweepSettings) -> list[dict]:
 
 def _compute_latent(cell: Cell, s: SweepSettings) -> dict:
     """A conjugate cell whose RankTS learns w (``w_prior``), runs vmapped."""
-    from bayesrank.policies.ts import RankTS
-
     start = time.perf_counter()
     env = cell.env.build()
     base = build_model(cell.prior, s.T, conjugate_hyper(cell.prior, env.d))
@@ -361,8 +356,6 @@ def _compute_latent(cell: Cell, s: SweepSettings) -> dict:
 
 
 def _compute_nuts(cell: Cell, s: SweepSettings) -> dict:
-    from bayesrank.policies.ts import RankTS
-
     start = time.perf_counter()
     env = cell.env.build()
     model = build_model(cell.prior, s.T)
@@ -649,8 +642,6 @@ def run_sweep(
         True
         >>> out.cleanup()
     """
-    from bayesrank.studies.sensitivity.executors import make_executor
-
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec: expected a SweepSpec, got {type(spec).__name__}")
     s = spec.settings
