@@ -54,6 +54,11 @@ HEAVY = (
     # measured at 15-65 s each on a cold cache (2 cores): NUTS and latent-w GLM runs,
     # convergence checks, vmap-against-loop equivalences at larger sizes
     "tests/posteriors/test_latent_glm.py",
+    # one wide prior stays in the default tier (Normal(0, 1e6)); each prior compiles anew
+    *(f"tests/posteriors/test_latent_w.py::test_wide_and_one_sided_priors_give_the_"
+      f"quadrature_mean_and_sd[{name}]" for name in (
+          "Cauchy(0, 1e4)", "Laplace(5, 1e5)", "HalfNormal(50)",
+          "TruncatedNormal(0, 3, low=1)", "StudentT(3, 0, 1e3)", "Uniform(-1e5, 1e5)")),
     "tests/studies/calibration/test_calibration_latent.py",
     "bayesrank/studies/calibration/latent.py::bayesrank.studies.calibration.latent.JointMAPDraws",
     "bayesrank/posteriors/nuts.py::bayesrank.posteriors.nuts.BayesGLM",

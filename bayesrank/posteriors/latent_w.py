@@ -63,6 +63,7 @@ from bayesrank._static import Part, jit_method
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
+from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.posteriors.w_prior import check_w_prior, prior_config, prior_from_config
 
@@ -76,6 +77,10 @@ SHRINK = 3
 #: Grid nodes per zoom level and zoom levels of :meth:`LatentW.w_grid`.
 GRID = 512
 LEVELS = 3
+#: The sinh grid's scale near its centre (w = centre + SINH_SCALE sinh(t)): nodes are
+#: about this fine at the data's estimate of w and a fixed fraction of the distance
+#: away from it, so 512 nodes span a prior range of 1e7 and still resolve sd 0.05.
+SINH_SCALE = 1e-2
 
 
 def half_logdet_quad(P, b):
@@ -215,7 +220,7 @@ class LatentW(Part):
         try:
             lo = jnp.broadcast_to(d.icdf(jnp.asarray(1e-6, dtype)), shape)
             hi = jnp.broadcast_to(d.icdf(jnp.asarray(1 - 1e-6, dtype)), shape)
-        except (NotImplementedError, AttributeError):
+        except (NotImplementedError, AttributeError, ImportError):  # StudentT's icdf: TFP
             mean = jnp.broadcast_to(d.mean, shape)
             sd = jnp.broadcast_to(jnp.sqrt(d.variance), shape)
             lo, hi = mean - 10 * sd, mean + 10 * sd
@@ -229,7 +234,7 @@ class LatentW(Part):
         lo, hi = self._prior_range(L, dtype)
         try:
             med = jnp.broadcast_to(self.w_prior.icdf(jnp.asarray(0.5, dtype)), (L,))
-        except (NotImplementedError, AttributeError):
+        except (NotImplementedError, AttributeError, ImportError):  # StudentT's icdf: TFP
             med = jnp.broadcast_to(self.w_prior.mean, (L,))
         med = jnp.where(jnp.isfinite(med), med, 0.5 * (lo + hi)).astype(dtype)
         return med, ((hi - lo) / 10.0).astype(dtype)
@@ -474,12 +479,47 @@ class LatentW(Part):
         return jax.vmap(lambda k: self.draw(k, state)[0])(keys)
 
     # --------------------------------------------------------- exact summaries
+    def _locate(self, state: LatentWState, lo, hi, nodes: int):
+        """Where the posterior of each w_l lies, found from the likelihood and the prior
+        together, whatever the prior's width: one pass over a sinh-spaced grid centred
+        on the data's own estimate of w (the 2d relaxation's, :meth:`_relaxed_w`),
+        fine near it and geometric away from it, spanning the prior's whole range.
+
+        Returns ``(mode (L,), half (L,))``: the grid's best node and a half-width
+        holding the posterior (12 of its sd, at least 4 local grid cells).
+        """
+        dtype = state.ba.dtype
+        d = state.ba.shape[1]
+        m0, P0 = self._theta_prior(d, dtype)
+        centre = jax.vmap(lambda *st: self._relaxed_w(st, m0, P0))(*self._stats(state))
+        centre = jnp.clip(jnp.where(jnp.isfinite(centre), centre, 0.5 * (lo + hi)), lo, hi)
+        a = jnp.asarray(SINH_SCALE, dtype)
+        t = jnp.linspace(0.0, 1.0, nodes, dtype=dtype)[None, :]
+        t0, t1 = jnp.arcsinh((lo - centre) / a), jnp.arcsinh((hi - centre) / a)
+        t = t0[:, None] + (t1 - t0)[:, None] * t  # (L, G)
+        grid = centre[:, None] + a * jnp.sinh(t)
+        logp = self.log_density(state, grid.T).T
+        dw = a * jnp.cosh(t) * ((t1 - t0) / (nodes - 1))[:, None]  # the cells' widths
+        top = jnp.max(logp, axis=1, keepdims=True)
+        mass = jnp.exp(logp - jnp.where(jnp.isfinite(top), top, 0.0)) * dw
+        mass = mass / jnp.sum(mass, axis=1, keepdims=True)
+        mean = jnp.sum(mass * grid, axis=1)
+        sd = jnp.sqrt(jnp.sum(mass * (grid - mean[:, None]) ** 2, axis=1))
+        best = jnp.argmax(logp, axis=1)
+        mode = jnp.take_along_axis(grid, best[:, None], axis=1)[:, 0]
+        cell = jnp.take_along_axis(dw, best[:, None], axis=1)[:, 0]
+        half = jnp.maximum(12.0 * sd + jnp.abs(mean - mode), 4.0 * cell)
+        return mode, half
+
     def w_grid(self, state: LatentWState, *, nodes: int = GRID, levels: int = LEVELS):
         """The collapsed posterior of w on an adaptive grid, per position.
 
-        Level 1 spans the prior's range (its 1e-6 and 1 - 1e-6 quantiles, or mean +-
-        10 sd) widened to hold the chain's w; each further level zooms onto the
-        previous level's mean +- 12 sd (at least 4 of its cells).
+        The prior's range (its 1e-6 and 1 - 1e-6 quantiles, or mean +- 10 sd, widened
+        to hold the chain's w) is searched first by :meth:`_locate`, so a vague or
+        heavy-tailed prior (``Normal(0, 1e6)``, ``Cauchy(0, 1e4)``) does not hide a
+        narrow posterior between the nodes of a uniform grid. Level 1 spans the
+        located region; each further level zooms onto the previous level's mean +- 12
+        sd (at least 4 of its cells).
 
         Returns:
             ``(w (L, nodes), weights (L, nodes))``: the last level's nodes and their
@@ -490,6 +530,8 @@ class LatentW(Part):
         lo, hi = self._prior_range(L, dtype)
         lo = jnp.minimum(lo, state.w - 10 * state.width)
         hi = jnp.maximum(hi, state.w + 10 * state.width)
+        mode, half = self._locate(state, lo, hi, nodes)
+        lo, hi = jnp.maximum(lo, mode - half), jnp.minimum(hi, mode + half)
         u = jnp.linspace(0.0, 1.0, nodes, dtype=dtype)
         for level in range(levels):
             grid = lo[:, None] + (hi - lo)[:, None] * u[None, :]  # (L, G)
@@ -589,8 +631,6 @@ class LatentW(Part):
         the groups are posterior (theta, w), sample_stats and log_prior (theta's and
         w's terms).
         """
-        from bayesrank.posteriors.datatree import make_datatree
-
         L = state.w.shape[0]
         if (isinstance(position, bool) or not isinstance(position, (int, np.integer))
                 or not 0 <= position < L):

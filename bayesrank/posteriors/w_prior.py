@@ -69,7 +69,63 @@ def check_w_prior(prior, L: int | None):
     if not (batch == () or (len(batch) == 1 and (L is None or batch[0] == L))):
         want = "() or (L,)" if L is None else f"() or (L,) = ({L},)"
         raise ValueError(f"w: the prior's batch shape must be {want}, got {batch}")
+    import jax
+
+    with jax.ensure_compile_time_eval():  # the prior is a constant, also under jit
+        _check_parameters(prior)
+        _check_range(prior)
     return prior
+
+
+def _check_parameters(prior) -> None:
+    """Every parameter finite and inside its constraint (NaN loc, a negative scale,
+    ``Uniform(2, 1)``), also for priors built with ``validate_args=False``, and for
+    the base of a truncated or expanded distribution."""
+    import jax.numpy as jnp
+    from numpyro.distributions import constraints
+
+    for name, c in prior.arg_constraints.items():
+        if not hasattr(prior, name):
+            continue
+        v = np.asarray(getattr(prior, name), dtype=float)
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"w: the prior's {name} must be finite, got {v.tolist()}")
+        dependent = isinstance(c, type(constraints.dependent))
+        if not dependent and not np.all(np.asarray(c(jnp.asarray(v)))):
+            raise ValueError(f"w: the prior's {name} must satisfy {c}, got {v.tolist()}")
+    base = getattr(prior, "base_dist", None)
+    if base is not None:
+        _check_parameters(base)
+    lo = getattr(prior.support, "lower_bound", None)
+    hi = getattr(prior.support, "upper_bound", None)
+    if lo is not None and hi is not None and np.any(np.asarray(lo) >= np.asarray(hi)):
+        raise ValueError(
+            f"w: the prior's support is empty (lower bound {np.asarray(lo).tolist()} >= "
+            f"upper bound {np.asarray(hi).tolist()})"
+        )
+
+
+def _check_range(prior) -> None:
+    """The grid needs a finite range holding the prior: its 1e-6 and 1 - 1e-6
+    quantiles, or else its mean +- 10 sd."""
+    import jax.numpy as jnp
+
+    try:
+        lo = np.asarray(prior.icdf(jnp.asarray(1e-6)), float)
+        hi = np.asarray(prior.icdf(jnp.asarray(1 - 1e-6)), float)
+    except (NotImplementedError, AttributeError, ImportError):  # StudentT: TFP
+        try:
+            mean = np.asarray(prior.mean, float)
+            sd = np.sqrt(np.asarray(prior.variance, float))
+        except (NotImplementedError, AttributeError):
+            mean = sd = np.asarray(np.nan)
+        lo, hi = mean - 10 * sd, mean + 10 * sd
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+        raise ValueError(
+            f"w: cannot find a finite range holding the prior {type(prior).__name__} "
+            "(neither finite quantiles nor a finite mean and variance; a StudentT with "
+            "df <= 2 needs tensorflow_probability for its quantiles: use Cauchy for df = 1)"
+        )
 
 
 def prior_config(prior) -> dict:

@@ -182,6 +182,20 @@ BAD_W = {
     "simplex support": (dist.Dirichlet(jnp.ones(3)), ValueError, "w: the prior"),
     "wrong batch": (dist.Normal(jnp.zeros((2, 2)), 1.0), ValueError,
                     "w: the prior's batch shape"),
+    # built with validate_args=False, NumPyro does not look at the parameters
+    "NaN loc": (dist.Normal(jnp.nan, 1.0, validate_args=False), ValueError,
+                "w: the prior's loc must be finite"),
+    "an infinite loc in a batch": (dist.Normal(jnp.array([0.0, jnp.inf]), 1.0,
+                                               validate_args=False), ValueError,
+                                   "w: the prior's loc must be finite"),
+    "negative scale": (dist.Normal(0.0, -1.0, validate_args=False), ValueError,
+                       "w: the prior's scale must satisfy Positive"),
+    "zero scale": (dist.Laplace(0.0, 0.0, validate_args=False), ValueError,
+                   "w: the prior's scale must satisfy Positive"),
+    "empty interval": (dist.Uniform(2.0, 1.0, validate_args=False), ValueError,
+                       r"w: the prior's support is empty \(lower bound 2.0 >= upper"),
+    "no range for the grid": (dist.StudentT(1.0, 0.0, 1.0), ValueError,
+                              "w: cannot find a finite range holding the prior"),
 }
 
 
@@ -258,3 +272,52 @@ def test_an_overconfident_noise_model_fails_the_same_check():
     """Negative control: the same check with the noise sd taken 4x too small."""
     _, in90 = _coverage(model_noise=0.125)
     assert in90 < 0.8
+
+
+# ------------------------------------------------- vague, heavy-tailed, half-line priors
+WIDE_PRIORS = {
+    # name: (prior, scipy log-density of the same prior, w_true)
+    "Normal(0, 1e6)": (dist.Normal(0.0, 1e6), lambda g: -0.5 * (g / 1e6) ** 2, -2.0),
+    "Cauchy(0, 1e4)": (dist.Cauchy(0.0, 1e4), lambda g: -np.log1p((g / 1e4) ** 2), 3.0),
+    "Laplace(5, 1e5)": (dist.Laplace(5.0, 1e5), lambda g: -np.abs(g - 5.0) / 1e5, -7.0),
+    "HalfNormal(50)": (dist.HalfNormal(50.0),
+                       lambda g: np.where(g >= 0, -0.5 * (g / 50.0) ** 2, -np.inf), 1.5),
+    "TruncatedNormal(0, 3, low=1)": (
+        dist.TruncatedNormal(0.0, 3.0, low=1.0),
+        lambda g: np.where(g >= 1.0, -0.5 * (g / 3.0) ** 2, -np.inf), 2.5),
+    # its quantiles need tensorflow_probability: the range falls back on mean +- 10 sd
+    "StudentT(3, 0, 1e3)": (dist.StudentT(3.0, 0.0, 1e3),
+                            lambda g: -2.0 * np.log1p((g / 1e3) ** 2 / 3.0), -4.0),
+    "Uniform(-1e5, 1e5)": (dist.Uniform(-1e5, 1e5),
+                           lambda g: np.where(np.abs(g) < 1e5, 0.0, -np.inf), 4.0),
+}
+
+
+@pytest.mark.parametrize("name", list(WIDE_PRIORS))
+def test_wide_and_one_sided_priors_give_the_quadrature_mean_and_sd(name):
+    """The posterior of w under a prior much wider than the data's information: w's
+    mean within 0.1 posterior sd of float64 quadrature of the data-space marginal
+    (a fine grid around the truth, where all of the posterior lies), and its sd and
+    90 % interval within 5 %."""
+    prior, prior_logpdf, w_true = WIDE_PRIORS[name]
+    rng = np.random.default_rng(11)
+    d, s = 3, 1.0
+    theta = rng.normal(size=d)
+    a, p, y = _data(rng, 60, d, w_true, theta, noise=s)
+    model = LatentW(GaussianLinear(prior_scale=1.0, noise_scale=s), prior)
+    state = _fold(model, a, p, y)
+    g = np.linspace(w_true - 15.0, w_true + 15.0, 30001)
+    lp = np.array([_log_evidence_known(a, p, y, w, np.zeros(d), np.eye(d), s) for w in g])
+    lp = lp + prior_logpdf(g)
+    wts = np.exp(lp - lp.max())
+    wts /= wts.sum()
+    ref_mean = float(np.sum(wts * g))
+    ref_sd = float(np.sqrt(np.sum(wts * (g - ref_mean) ** 2)))
+    cdf = np.cumsum(wts)
+    ref_q = np.interp([0.05, 0.95], cdf, g)
+    assert wts[:50].sum() + wts[-50:].sum() < 1e-9  # the reference grid holds it all
+    got, got_sd = float(model.w_mean(state)[0]), float(model.w_sd(state)[0])
+    assert abs(got - ref_mean) < 0.1 * ref_sd, (got, ref_mean, ref_sd)
+    assert got_sd == pytest.approx(ref_sd, rel=0.05)
+    got_q = np.asarray(model.w_quantiles(state))[:, 0]
+    np.testing.assert_allclose(got_q, ref_q, atol=0.05 * ref_sd)
