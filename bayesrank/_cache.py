@@ -17,7 +17,8 @@ Clearing it is deleting that folder (``bayesrank.compilation_cache()`` returns i
 it holds only XLA executables, which JAX re-creates when missing or stale (the key
 includes the jax and jaxlib versions and the device).
 Every program is written, however quick its compilation: a first round at
-K = 10,000 compiles several programs of 0.1-0.2 s each. The cache is bounded
+K = 10,000 compiles several programs that are each quick to compile but add up
+(figures: docs/performance.md, "Why the code is written this way"). The cache is bounded
 (:data:`MAX_BYTES`, least recently used programs go first), which also makes JAX lock
 each read and write, so processes sharing it (pytest-xdist workers, Dask workers)
 never read a half-written program.

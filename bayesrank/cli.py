@@ -15,7 +15,7 @@ __all__ = ["build_parser", "main"]
 
 
 class _Version(argparse.Action):
-    """``--version``, importing bayesrank (and JAX) only when asked."""
+    """``--version``: reads ``bayesrank._version`` only when asked (no JAX import)."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
         super().__init__(option_strings, dest, nargs=0, **kwargs)

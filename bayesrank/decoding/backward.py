@@ -32,8 +32,8 @@ def _neg_inf(x):
 
 
 #: Scans over at most this many positions are unrolled: XLA on CPU pays a fixed cost
-#: per loop iteration that, at K = 100 and L = 4, was half of a RankTS select (106 us
-#: rolled, 56 us unrolled, 2 cores).
+#: per loop iteration that, for a small catalogue, is a large part of a RankTS select
+#: (figures: docs/performance.md, "Why the code is written this way").
 UNROLL_MAX = 16
 
 

@@ -86,25 +86,22 @@ FAST_K = 4096
 #: Item count from which "auto" decodes the monotone kind (a point estimate under a
 #: nonlinear link) by the Pareto-front scan, on the CPU backend (the smaller of the
 #: two thresholds applies). The scan needs no bound on the posterior's spread; in
-#: float32 it breaks even with the dense DP at about 512 items and is 1.2-1.8x faster
-#: at 640-768 and 2.4x at 1,000 (``benchmarks/decode_crossover.py``, 2 cores; in
-#: float64 the dense DP is slower and the scan wins from about 400). Other backends
-#: keep :data:`FAST_K`: there the dense DP runs on the accelerator and the host scan
-#: would add a transfer per select.
+#: float32 it overtakes the dense DP a little below this size, in float64 sooner
+#: (figures: docs/performance.md, "Why the code is written this way";
+#: ``benchmarks/decode_crossover.py``). Other backends keep :data:`FAST_K`: there the
+#: dense DP runs on the accelerator and the host scan would add a transfer per select.
 FAST_K_MONOTONE = 640
 #: Item count from which "auto" decodes UCB scores under the identity link (RankUCB,
 #: GenRankUCB) by the compiled prefix search of :mod:`bayesrank.decoding.prefix`, on
 #: the CPU backend (the smaller of this and :data:`FAST_K` applies). In float32 it
-#: breaks even with the dense DP at about 300 items in early rounds and beats it from
-#: about 400 items in early and late rounds alike (1.2x and 1.6x at 400, 1.5x and 2.1x
-#: at 600, 1.7x and 3.5x at 1,000; float64 1.8x and 1.2x at 400;
-#: ``benchmarks/decode_scale.py --K 200 300 400 600 800 --float32``, 2 cores).
+#: beats the dense DP below this size in early and late rounds alike, by a margin
+#: that grows with K (figures: docs/performance.md, "Why the code is written this
+#: way"; ``benchmarks/decode_scale.py``).
 FAST_K_PREFIX = 512
 #: The same threshold where the C kernel of :mod:`bayesrank.decoding.native` runs the
-#: step (built, enabled, CPU): in float32 it breaks even with the dense DP at about
-#: 200 items and is 1.5x faster at 300, 2x at 400, 3-3.4x at 600 in early and late
-#: rounds alike (``benchmarks/decode_scale.py --K 200 300 400 600 --float32 --runs
-#: 3``, 2 cores).
+#: step (built, enabled, CPU): in float32 it overtakes the dense DP a little below
+#: this size, in early and late rounds alike (figures: docs/performance.md, "Why the
+#: code is written this way"; ``benchmarks/decode_scale.py``).
 FAST_K_NATIVE = 256
 METHODS = ("auto", "fast", "dense")
 

@@ -26,9 +26,9 @@ exact; the closer it is to sorted, the fewer pairs are scored. The first
 falls back to a full sort for float64); the rest of the order, needed only when
 some i may still find its best past the head, puts the head's j's first and the
 others by u descending, quantised into one int32 key per j (a single-operand
-sort, about 3x faster than an argsort on XLA's CPU backend), and is searched only
+sort, several times faster than an argsort on XLA's CPU backend), and is searched only
 past the head. A window's live i's are compacted by an associative scan
-(``jnp.nonzero``'s reduce-window cumulative sum is about 7x slower on CPU). A
+(``jnp.nonzero``'s reduce-window cumulative sum is several times slower on CPU). A
 window's best per row comes from two single-operand reductions
 (:func:`bayesrank.decoding.dense.max_argmax`): XLA's CPU backend runs the variadic
 ``argmax`` reduction several times slower. In late rounds (a narrow
@@ -108,8 +108,8 @@ def _center(a, b, n: int = 256):
 
 def _sq_cols(U):
     """``sum(U * U, axis=0)`` for U (q, K), as q - 1 elementwise adds when q <= 32: XLA's
-    CPU backend reduces over the leading axis about 3x slower (0.66 against 0.18 ms
-    for q = 10, K = 100,000, float64)."""
+    CPU backend reduces over the leading axis several times slower (figures:
+    docs/performance.md, "Why the code is written this way")."""
     if U.shape[0] > 32:
         return jnp.sum(U * U, axis=0)
     out = U[0] * U[0]
@@ -124,10 +124,9 @@ def _cross(Ur, Uw):
     For windows of at least :data:`FUSE_COLS` columns and q <= 32, as q broadcast
     products summed elementwise: XLA's CPU backend then fuses the whole block
     (products, norm, square root) into one loop instead of writing a dot's output
-    first. The early-round backward pass at K = 3,000 (float64) took 9.2-10.8 ms
-    against 10.8-12.2 ms with ``einsum`` (timed in turns, one process). Narrow windows
-    keep ``einsum``: fused for every window, the late-round pass at K = 3,000 was
-    0.84-0.94x as fast.
+    first: the early-round backward pass is faster than with ``einsum``. Narrow
+    windows keep ``einsum``: fused for every window, the late-round pass is slower
+    (figures: docs/performance.md, "Why the code is written this way").
     """
     if Ur.shape[0] > 32 or Uw.shape[1] < FUSE_COLS:
         return jnp.einsum("qr,qw->rw", Ur, Uw)
@@ -142,9 +141,9 @@ def _compact(live):
     (K in all, int32), and their number.
 
     The same as ``jnp.nonzero(live, size=K)``, from an associative scan: on XLA's CPU
-    backend ``nonzero``'s cumulative sum is a reduce-window, about 7x slower at
-    K = 3,000 (190 against 27 microseconds, measured), and a step compacts its live
-    rows once per window.
+    backend ``nonzero``'s cumulative sum is a reduce-window, several times slower
+    (figures: docs/performance.md, "Why the code is written this way"), and a step
+    compacts its live rows once per window.
     """
     K = live.shape[0]
     pos = jax.lax.associative_scan(jnp.add, live.astype(jnp.int32))
@@ -156,8 +155,9 @@ def _compact(live):
 def _head(u, n: int):
     """Indices of the ``n`` largest u (ties: any), by ``lax.top_k`` on float32 values.
 
-    XLA's CPU TopK takes float32 only: on float64 it falls back to a full sort
-    (0.3 ms at K = 3,000, 14 ms at K = 100,000, against 0.05 and 0.3 ms). Rounding to
+    XLA's CPU TopK takes float32 only: on float64 it falls back to a full sort, many
+    times slower at large K (figures: docs/performance.md, "Why the code is written
+    this way"). Rounding to
     float32 may swap near-equal u's; the search tests each window's exact maximum of
     u, so the order only has to be a permutation. (The barrier keeps XLA from turning
     the top_k into a full sort when later windows slice its output; seen on jax 0.12's
@@ -169,8 +169,8 @@ def _head(u, n: int):
 def _order(u, head):
     """Every j: the ``head``'s first, then the others by u descending, up to a
     quantisation of u. One int32 key per j (the quantised u above the bits of the
-    index) sorted as a single operand: on XLA's CPU backend about 3x faster than an
-    argsort (a two-operand sort). Non-finite u's go last."""
+    index) sorted as a single operand: on XLA's CPU backend several times faster than
+    an argsort (a two-operand sort). Non-finite u's go last."""
     K = u.shape[0]
     bits = max(1, (K - 1).bit_length())
     levels = (1 << (31 - bits)) - 3  # q in [0, levels + 2]: (q << bits) < 2^31
@@ -186,8 +186,9 @@ def _order(u, head):
 
 def _prefix_step(V, Ai, Bj, Ui, Uj, c):
     """One exact step ``H(i) = max_j V(j) + Ai_i + Bj_j + c||Ui[:, i] + Uj[:, j]||``
-    (Ui, Uj: (q, K), as given: XLA's CPU backend transposes a (10, 100,000) array in
-    about 7 ms): returns (H (K,), arg (K,) int32, pair scores computed ())."""
+    (Ui, Uj: (q, K), as given: a transpose of a large (q, K) array is costly on XLA's
+    CPU backend; figures: docs/performance.md, "Why the code is written this way"):
+    returns (H (K,), arg (K,) int32, pair scores computed ())."""
     K = V.shape[0]
     dtype = V.dtype
     slack = 64.0 * jnp.finfo(dtype).eps

@@ -74,8 +74,9 @@ def update_select(core, key, t, state, ctx, pending):
     lists, rewards, v0u = pending
     new = core.update(state, lists, rewards, Context(v0u, None))
     # Update, then select: XLA on CPU would otherwise interleave the two on its
-    # thread pool (150 us fused in turn against 200 us interleaved at K = 100,
-    # 2 cores). Items and flags pass outside (never copied).
+    # thread pool, which is slower than running them in turn (figures:
+    # docs/performance.md, "Why the code is written this way"). Items and flags pass
+    # outside (never copied).
     model, est, key = jax.lax.optimization_barrier((new.model, new.est, key))
     new = new._replace(model=model, est=est)
     new, sel = core.select(jax.random.fold_in(key, t), new, ctx)

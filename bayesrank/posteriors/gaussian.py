@@ -20,12 +20,11 @@ factor's two triangular solves plus one step of iterative refinement against the
 sums (``m += P^{-1}(b - P m)`` through the same factor, O(p^2)). Neither the running
 factor nor the plain float64 sums alone is accurate in every design: after 100,000
 updates at condition number 4e9 (tests/posteriors/test_gaussian_numerics.py), a design
-that never excites one direction (prior scale 100) left the factor's mean 5.2e-5 off
-(relative, against an extended-precision solve) and the plain sums' 2.3e-6, while a
-full-rank design with tiny singular values (prior scale 1e4) left the factor 1.1e-8
-off and the plain sums 2.9e-6. The refined mean is within 1e-7 in both (measured
-6e-8 and 3e-9); draws keep the running factor, whose error is far below a draw's
-spread.
+that never excites one direction (prior scale 100) defeats the factor, and a
+full-rank design with tiny singular values (prior scale 1e4) the plain sums. The
+refined mean is within 1e-7 (relative, against an extended-precision solve) in both
+(the measured errors: docs/performance.md, "Why the code is written this way"); draws
+keep the running factor, whose error is far below a draw's spread.
 
 Non-stationarity: ``discount=gamma < 1`` is *stabilised* exponential forgetting
 (Kulhavy & Zarrop 1993, "On a general concept of forgetting"; the prior is the

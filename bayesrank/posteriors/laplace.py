@@ -35,9 +35,9 @@ last Newton step, once below that size, without computing the Hessian at the new
 point: the MAP is then accurate to about the step's square (better than the exact
 rule's, which stops *before* a step below ``tol``), and the kept factor is the Hessian
 at the previous iterate, within ``hessian_tol`` (relative) of the MAP. Typically one
-Hessian per warm update instead of two: 1.3-1.5x faster updates (float32, L = 4,
-n_max = 1,000; ``benchmarks/glm_rankts.py``). Pass ``hessian_tol=0`` for the exact
-factor in float32 too.
+Hessian per warm update instead of two, so faster updates (figures:
+docs/performance.md, "Why the code is written this way"; ``benchmarks/glm_rankts.py``).
+Pass ``hessian_tol=0`` for the exact factor in float32 too.
 
 Buffers and forgetting: the non-identity links keep the last ``n_max`` observations
 per position in a ring buffer (``x (L, n_max, p)``, ``y (L, n_max)``) with a row mask.
@@ -309,7 +309,7 @@ class LaplaceGLM(Part):
             Hessian, which then comes from the previous iterate: a covariance error
             of about this order (relative), for a MAP accurate to about its square.
             None (default): 1e-4 for float32 states, where it saves one of the
-            usual two Hessian passes of an update (1.5x faster), and exact (the
+            usual two Hessian passes of an update (faster), and exact (the
             factor is the Hessian at the returned MAP) for float64. 0: exact always.
 
     Raises:

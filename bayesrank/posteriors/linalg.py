@@ -154,8 +154,8 @@ def whiten(chol: jax.Array, x: jax.Array) -> jax.Array:
     if x.ndim == 2 and x.shape[1] > chol.shape[0]:
         # Many right-hand sides: invert the (well-conditioned, triangular) factor once
         # and multiply. Batched (vmapped) triangular solves with wide right-hand sides
-        # are pathologically slow on XLA's CPU backend: 45 ms against 0.2 ms for
-        # 80 factors of size 20 and 201 columns (measured, jax 0.12, 2-core CPU).
+        # are pathologically slow on XLA's CPU backend (figures: docs/performance.md,
+        # "Why the code is written this way").
         eye = jnp.eye(chol.shape[0], dtype=chol.dtype)
         return solve_triangular(chol, eye, lower=True) @ x
     return solve_triangular(chol, x, lower=True)
@@ -256,9 +256,8 @@ def _in_turn(*arrays):
     XLA on CPU runs independent operations of one computation concurrently on its
     thread pool; for the small arrays of a draw (a threefry generator beside the
     triangular solves of the mean and of ``C^{-1}``) the hand-offs cost more than the
-    work. Measured on 2 cores: a (4, 10) draw through a (4, 10, 10) factor took
-    85 us with the generator and the solve side by side against 22 us in turn, and
-    (4, 10, 1000) normals 33-94 ms against 0.8 ms.
+    work, and running them in turn is several times faster (figures:
+    docs/performance.md, "Why the code is written this way").
     """
     return jax.lax.optimization_barrier(arrays)
 

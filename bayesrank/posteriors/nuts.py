@@ -1,7 +1,7 @@
 """Per-position posteriors sampled by warm-started NUTS (NumPyro's functional kernel).
 
 Each position l has its own posterior over theta^l, defined by a NumPyro model (see
-:mod:`bayesrank.posteriors.models` for the contract), and its own NUTS chain. Nothing
+:mod:`bayesrank.posteriors.numpyro_models` for the contract), and its own NUTS chain. Nothing
 recompiles as data arrive:
 
 * Data live in zero-padded buffers ``x (L, n_max, p)``, ``y (L, n_max)`` with a count
@@ -28,7 +28,8 @@ Buffer overflow (more than ``n_max`` observations at a position): ``overflow="ra
 (default) raises ValueError from ``update`` when called eagerly, and under ``jit`` /
 ``scan`` a host callback raises, which surfaces as a ``JaxRuntimeError`` carrying the
 same message (inside a ``scan`` the check costs nothing measurable per round, but a
-jitted function containing it pays a host synchronisation of ~4 ms per call on CPU; a
+jitted function containing it pays a host synchronisation per call (costly on CPU;
+figures: docs/performance.md, "Why the code is written this way"); a
 Python loop of rounds should call ``update`` eagerly, where the host check replaces the
 callback, or use "window"). ``overflow="window"`` keeps the most recent ``n_max`` observations (a ring
 buffer): the posterior then conditions on a sliding window; ``state.n`` still counts
@@ -76,7 +77,7 @@ from numpyro.primitives import Messenger
 from bayesrank._static import Part, jit_method
 from bayesrank._validate import check_int, check_real
 from bayesrank.model.links import Link, get_link
-from bayesrank.posteriors import models
+from bayesrank.posteriors import numpyro_models as models
 from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.model_link import infer_link, support_of
 from bayesrank.posteriors.numpyro_compat import (
@@ -194,7 +195,7 @@ class NumPyroModel(Part):
     """Any NumPyro model ``model(x, y=None)`` per position, sampled by warm NUTS.
 
     Args:
-        model: a NumPyro model following :mod:`bayesrank.posteriors.models`' contract.
+        model: a NumPyro model following :mod:`bayesrank.posteriors.numpyro_models`' contract.
         theta_site: name of the (p,)-shaped latent or deterministic site to draw.
         link: the link used to score items (name, Link or callable). None (default):
             inferred from the model's observed site (:mod:`.model_link`: e.g.
@@ -229,14 +230,15 @@ class NumPyroModel(Part):
 
     Example:
         >>> import functools
-        >>> from bayesrank.posteriors import models
+        >>> from bayesrank.posteriors import numpyro_models as models
         >>> m = NumPyroModel(functools.partial(models.student_t_glm, df=4.0))
         >>> state = m.init(L=3, p=2)
     """
 
     #: ``bayesrank.simulate`` runs NUTS policies run by run (each run still one
     #: compiled ``lax.scan``): batched NUTS trees wait for the longest tree, so a
-    #: vmap over runs is slower than a loop on CPU (measured in benchmarks/nuts.py).
+    #: vmap over runs is slower than a loop on CPU (docs/performance.md, "Why the code
+    #: is written this way"; ``benchmarks/nuts.py``).
     vmappable = False
     #: per-instance caches of kernels built from the compared settings
     _derived = ("_cache", "_export_cache", "_schedule")
@@ -795,7 +797,7 @@ class BayesGLM(NumPyroModel):
     """GLM per position, theta ~ N(0, prior_scale^2 I) (or ``prior``), by warm NUTS.
 
     Rewards: identity -> Gaussian(noise_scale), logistic/probit -> Bernoulli,
-    exp -> Poisson (see :func:`bayesrank.posteriors.models.glm`).
+    exp -> Poisson (see :func:`bayesrank.posteriors.numpyro_models.glm`).
 
     Args:
         link: "logistic", "probit", "identity" or "exp".

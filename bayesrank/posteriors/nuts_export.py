@@ -5,7 +5,8 @@ ESS need fresh chains. :func:`fresh_chains` runs them on the model's padded, mas
 data buffer (static shape ``(n_max, p)``), in one jitted function compiled once per
 model, feature dimension and run size and then cached on the model: the first call
 compiles (seconds), later calls only sample. ``numpyro.infer.MCMC.run`` instead builds
-and compiles a new loop on every call (8-10 s per ``posterior(l)`` before this module).
+and compiles a new loop on every call (the cost per ``posterior(l)`` before this
+module: docs/performance.md, "Why the code is written this way").
 
 Each chain starts at a uniform draw in (-2, 2) in unconstrained space (NumPyro's
 default ``init_to_uniform``), with its adapter seeded from the online chain's step
