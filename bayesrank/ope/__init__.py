@@ -24,7 +24,9 @@ known. :func:`as_log` builds a checked log from arrays, or from a pandas DataFra
 in long format (one row per round and position, the layout :func:`to_dataframe`
 returns and Parquet files hold), and :func:`check_log` checks one read back (e.g.
 from NetCDF, or Parquet through :func:`read_parquet`); both raise ValueError/TypeError
-whose message starts with the variable's (or the DataFrame column's) name. :func:`collect`
+whose message starts with the variable's (or the DataFrame column's) name.
+:func:`from_obp` and :func:`to_obp` convert a slate log of Open Bandit Pipeline (its
+``bandit_feedback`` dict) to and from this format. :func:`collect`
 makes a log by running a logger (:class:`UniformLogger`,
 :class:`EpsilonGreedyLogger`, :class:`SoftmaxLogger`) in a
 :class:`bayesrank.RankingEnv`; :func:`evaluate` estimates a target policy's value
@@ -69,6 +71,7 @@ from bayesrank.ope.loggers import (
     UniformLogger,
     collect,
 )
+from bayesrank.ope.obp import from_obp, to_obp
 from bayesrank.ope.parquet import read_parquet, to_parquet
 from bayesrank.ope.target import (
     TargetDraws,
@@ -95,6 +98,7 @@ __all__ = [
     "draw_target",
     "evaluate",
     "fit_reward_model",
+    "from_obp",
     "list_ips",
     "pair_dr",
     "pair_ips",
@@ -102,6 +106,7 @@ __all__ = [
     "read_parquet",
     "target_probabilities",
     "to_dataframe",
+    "to_obp",
     "to_parquet",
     "true_value",
 ]
