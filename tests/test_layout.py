@@ -191,7 +191,8 @@ def test_type_checking_imports_are_not_edges(tmp_path):
 #: own layer and those below it, never one above. ``bayesrank._validate`` and the other
 #: private top-level modules sit under everything.
 LAYERS = [
-    ("bayesrank._validate", "bayesrank._version", "bayesrank._static", "bayesrank._cache"),
+    ("bayesrank._validate", "bayesrank._version", "bayesrank._static", "bayesrank._cache",
+     "bayesrank._progress"),
     ("bayesrank.model", "bayesrank.datasets"),
     ("bayesrank.decoding",),
     ("bayesrank.posteriors",),
@@ -314,7 +315,7 @@ def test_the_layer_checks_catch_what_they_forbid(tmp_path):
 def test_the_house_layout():
     top = sorted(p.name for p in PKG.glob("*.py"))
     assert not [n for n in top if n.startswith("decode")], top
-    assert top == ["__init__.py", "__main__.py", "_cache.py", "_static.py",
+    assert top == ["__init__.py", "__main__.py", "_cache.py", "_progress.py", "_static.py",
                    "_validate.py", "_version.py", "cli.py", "theorems.py"]
     for name in ("api", "backward", "bounded", "dense", "dispatch", "graph", "monotone",
                  "native", "prefix", "search", "separable", "window"):

@@ -1,7 +1,7 @@
 """Unknown w with NUTS: a joint posterior over (theta, w) per position.
 
 :class:`LatentBayesGLM` is :class:`~bayesrank.posteriors.BayesGLM` with a latent
-dependency weight: the NumPyro model :func:`~bayesrank.posteriors.models.latent_w_glm`
+dependency weight: the NumPyro model :func:`~bayesrank.posteriors.numpyro_models.latent_w_glm`
 (theta ~ N(0, s0^2 I), w ~ the given prior, rewards through the GLM link of
 ``<theta, v_{a^l} + w v_{a^{l-1}}>``) on the pair features, sampled by the same
 warm-started NUTS chains. Nothing is approximated: the chains target the exact joint
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 
-from bayesrank.posteriors import models
+from bayesrank.posteriors import numpyro_models as models
 from bayesrank.posteriors.nuts import BayesGLM, NumPyroModel
 from bayesrank.posteriors.w_prior import check_w_prior, prior_config, prior_from_config
 

@@ -3,8 +3,8 @@
 A saved :class:`~bayesrank.posteriors.nuts.NumPyroModel` stores its model function by
 name. Loading resolves that name ONLY through this registry: no attribute walk, no
 import of a module named by the file, so a tampered file cannot reach arbitrary code.
-The functions of :mod:`bayesrank.posteriors.models` are pre-registered under
-``"bayesrank.posteriors.models:<name>"``; register your own before loading, or pass
+The functions of :mod:`bayesrank.posteriors.numpyro_models` are pre-registered under
+``"bayesrank.posteriors.numpyro_models:<name>"``; register your own before loading, or pass
 the function as ``model=`` to ``from_config`` / ``load``.
 
 Example:
@@ -21,7 +21,7 @@ import functools
 import json
 from collections.abc import Callable
 
-from bayesrank.posteriors import models
+from bayesrank.posteriors import numpyro_models as models
 
 __all__ = ["function_path", "register_model", "registered_models", "resolve_model"]
 
@@ -143,5 +143,5 @@ def function_path(fn) -> tuple[str, dict]:
 
 
 for _fn in (models.glm, models.student_t_glm, models.hierarchical_glm):
-    register_model(_fn, f"bayesrank.posteriors.models:{_fn.__name__}")
+    register_model(_fn, f"bayesrank.posteriors.numpyro_models:{_fn.__name__}")
 del _fn

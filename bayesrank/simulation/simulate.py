@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
+from bayesrank._progress import progress
 from bayesrank._validate import check_seed
 from bayesrank._version import __version__
 from bayesrank.decoding.backward import pick
@@ -122,11 +123,8 @@ class _Bar:
     so nothing looks hung."""
 
     def __init__(self, name: str, runs: int, index: int, count: int):
-        from tqdm import tqdm
-
         self.name = f"[{index + 1}/{count}] {name}"
-        self.bar = tqdm(total=runs, desc=f"{self.name} (compiling, first runs)",
-                        unit="run", leave=False)
+        self.bar = progress(runs, f"{self.name} (compiling, first runs)", unit="run")
 
     def advance(self, n: int) -> None:
         self.bar.set_description(self.name, refresh=False)

@@ -17,6 +17,7 @@ __all__ = [
     "band_label",
     "coinciding",
     "color_for",
+    "figure_styles",
     "style_for",
     "regret_curves",
     "save",
@@ -50,8 +51,11 @@ LINESTYLES = {
     "RankTS (w=0)": ((0, (3, 1, 1, 1, 1, 1)), "v"),
     "RankTS-NUTS": ((0, (8, 2, 2, 2)), "P"),
 }
-_FALLBACK_STYLES = [("-", "x"), ("--", "+"), ("-.", "*"), (":", "h")]
-_FALLBACK = ["#17becf", "#bcbd22", "#e377c2", "#8c564b", "#ff7f0e", "#9467bd"]
+_FALLBACK_STYLES = [("-", "x"), ("--", "+"), ("-.", "*"), (":", "h"),
+                    ((0, (5, 1)), "p"), ((0, (2, 2)), "<"), ((0, (4, 1, 1, 1)), ">"),
+                    ((0, (1, 3)), "d")]
+_FALLBACK = ["#17becf", "#bcbd22", "#e377c2", "#8c564b", "#ff7f0e", "#9467bd",
+             "#1f77b4", "#2ca02c", "#d62728", "#7f7f7f", "#393b79", "#637939"]
 
 
 def color_for(name: str) -> str:
@@ -156,6 +160,52 @@ def trailing_mean(r, window: int):
     return out / n
 
 
+def figure_styles(names) -> dict:
+    """``{name: (colour, line style, marker)}`` for the curves of one figure: the
+    fixed style of each algorithm in :data:`COLORS`/:data:`LINESTYLES`, and for every
+    other name a colour and a (line style, marker) that no other curve of the figure
+    has (its stable choice when free, else the next free one).
+
+    Example:
+        >>> from bayesrank.studies.plots import figure_styles
+        >>> st = figure_styles(["RankTS", "RankTS (known w)", "GenRankTS", "Baseline"])
+        >>> len({c for c, _, _ in st.values()}) == len({(l, m) for _, l, m in st.values()}) == 4
+        True
+    """
+    names = [str(n) for n in names]
+    out, colours, styles = {}, set(), set()
+    for n in names:
+        if n in COLORS:
+            out[n] = (COLORS[n], *style_for(n))
+            colours.add(COLORS[n])
+            styles.add(style_for(n))
+    for n in names:
+        if n in out:
+            continue
+        k = sum(map(ord, n))
+        c = next((_FALLBACK[(k + i) % len(_FALLBACK)] for i in range(len(_FALLBACK))
+                  if _FALLBACK[(k + i) % len(_FALLBACK)] not in colours), color_for(n))
+        st = style_for(n) if n in LINESTYLES else next(
+            (_FALLBACK_STYLES[(k + i) % len(_FALLBACK_STYLES)]
+             for i in range(len(_FALLBACK_STYLES))
+             if _FALLBACK_STYLES[(k + i) % len(_FALLBACK_STYLES)] not in styles),
+            style_for(n))
+        out[n] = (c, *st)
+        colours.add(c)
+        styles.add(st)
+    return out
+
+
+def _legend(ax, title, n_entries: int) -> None:
+    """Beside the plot when it would hold more than four entries (it would cover
+    curves), else inside at matplotlib's best place."""
+    kw = dict(frameon=False, title=title, fontsize=8, title_fontsize=8)
+    if n_entries > 4:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), **kw)
+    else:
+        ax.legend(**kw)
+
+
 def _style(ax, xlabel, ylabel, title):
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -212,6 +262,12 @@ def regret_curves(
         fig = ax.figure
     rounds = ds["round"].values + 1
     same = {n: g for g in coinciding(ds) for n in g}
+    styles = figure_styles(ds["policy"].values)
+    # a trailing mean is drawn from the round its window is full: before it, a mean
+    # over the first few rounds draws a near-vertical segment that is not the data's
+    start = window - 1 if (window > 1 and not cumulative) else 0
+    start = min(start, max(len(rounds) - 2, 0))
+    rounds = rounds[start:]
     n_rounds = len(rounds)
     for k, name in enumerate(ds["policy"].values):
         name = str(name)
@@ -220,9 +276,9 @@ def regret_curves(
             r = np.cumsum(r, axis=1)
         elif window > 1:
             r = trailing_mean(r, window)
+        r = r[:, start:]
         mean = r.mean(axis=0)
-        c = color_for(name)
-        ls, marker = style_for(name)
+        c, ls, marker = styles[name]
         label = name
         if name in same:
             others = [o for o in same[name] if o != name]
@@ -258,10 +314,10 @@ def regret_curves(
         title,
     )
     note = band_label(band, ds.sizes["run"])
-    if window > 1 and not cumulative:
-        smooth = f"curves: trailing mean over {window} rounds"
+    if start:
+        smooth = f"curves: trailing mean over {window} rounds, from round {start + 1}"
         note = smooth if note is None else f"{note}\n{smooth}"
-    ax.legend(frameon=False, title=note, fontsize=8, title_fontsize=8)
+    _legend(ax, note, ds.sizes["policy"])
     return fig
 
 

@@ -247,8 +247,8 @@ def test_a_file_never_reaches_code_it_names(env, tmp_path):
     with np.load(path) as z:
         arrays = {k: z[k] for k in z.files}
     cfg = _cfg(arrays)
-    for name in ["bayesrank.posteriors.models:dist.distribution.inspect.builtins.print",
-                 "bayesrank.posteriors.models:numpyro.logging.os.system",
+    for name in ["bayesrank.posteriors.numpyro_models:dist.distribution.inspect.builtins.print",
+                 "bayesrank.posteriors.numpyro_models:numpyro.logging.os.system",
                  f"pathlib:Path.touch('{canary}')", "os:system", "builtins:exec"]:
         mcfg = json.loads(json.dumps(cfg["config"]["model"]))
         mcfg["config"]["model"] = name

@@ -154,7 +154,7 @@ def _bad_cases():
         ("laplace-discrete-prior", LaplaceGLM("logistic"), dist.Poisson(2.0),
          ValueError, "w: the prior must be a continuous"),
         ("numpyro-model-without-w", br.NumPyroModel(
-            functools.partial(br.posteriors.models.glm, link="logistic")),
+            functools.partial(br.posteriors.numpyro_models.glm, link="logistic")),
          dist.Normal(0.0, 1.0), TypeError, "declares a scalar sample site 'w'"),
     ]
 

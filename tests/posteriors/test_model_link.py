@@ -10,7 +10,7 @@ import pytest
 from jax.scipy.special import ndtr
 
 import bayesrank as br
-from bayesrank.posteriors import models
+from bayesrank.posteriors import numpyro_models as models
 from bayesrank.posteriors.model_link import infer_link
 
 

@@ -14,7 +14,7 @@ from jax.scipy.special import log_ndtr
 from numpyro.diagnostics import effective_sample_size
 from numpyro.infer import MCMC, NUTS
 
-from bayesrank.posteriors import models
+from bayesrank.posteriors import numpyro_models as models
 from bayesrank.posteriors.base import update_many
 from bayesrank.posteriors.nuts import BayesGLM, NumPyroModel
 

@@ -9,17 +9,18 @@ import numpyro
 import numpyro.distributions as dist
 import pytest
 
-from bayesrank.posteriors import models, register_model, resolve_model
+from bayesrank.posteriors import numpyro_models as models
+from bayesrank.posteriors import register_model, resolve_model
 from bayesrank.posteriors.nuts import NumPyroModel
 from bayesrank.posteriors.registry import function_path, registered_models
 
 TAMPERED = [
-    "bayesrank.posteriors.models:dist.distribution.inspect.builtins.print",
-    "bayesrank.posteriors.models:numpyro.logging.os.system",
-    "bayesrank.posteriors.models:glm.__globals__",
+    "bayesrank.posteriors.numpyro_models:dist.distribution.inspect.builtins.print",
+    "bayesrank.posteriors.numpyro_models:numpyro.logging.os.system",
+    "bayesrank.posteriors.numpyro_models:glm.__globals__",
     "os:system",
     "builtins:print",
-    "bayesrank.posteriors.models",
+    "bayesrank.posteriors.numpyro_models",
     "",
 ]
 
@@ -58,7 +59,7 @@ def test_non_string_model_names_raise(name):
 
 def test_builtin_models_are_preregistered_and_round_trip():
     for fn in (models.glm, models.student_t_glm, models.hierarchical_glm):
-        name = f"bayesrank.posteriors.models:{fn.__name__}"
+        name = f"bayesrank.posteriors.numpyro_models:{fn.__name__}"
         assert resolve_model(name) is fn
         assert registered_models()[name] is fn
     user = NumPyroModel(functools.partial(models.student_t_glm, df=5.0))
@@ -89,13 +90,13 @@ def test_user_model_loads_after_registration_or_with_model_argument():
 
 def test_registration_errors():
     with pytest.raises(ValueError, match="already registered"):
-        register_model(_clicks, "bayesrank.posteriors.models:glm")
+        register_model(_clicks, "bayesrank.posteriors.numpyro_models:glm")
     with pytest.raises(ValueError, match="name"):
         register_model(lambda x, y=None: None)
     with pytest.raises(TypeError, match="partial"):
         register_model(functools.partial(models.glm, link="exp"), "p")
     with pytest.raises(TypeError, match="fn"):
-        register_model("bayesrank.posteriors.models:glm")
+        register_model("bayesrank.posteriors.numpyro_models:glm")
     with pytest.raises(TypeError, match="name"):
         register_model(_clicks, 3)
     with pytest.raises(TypeError, match="config"):

@@ -6,11 +6,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import xarray as xr
 
+import bayesrank as br
 from bayesrank.studies import plots
+from bayesrank.studies.paper import unknown_w
 
 
 def _ds(regret, names):
@@ -64,3 +67,36 @@ def test_every_paper_policy_has_its_own_style():
 ])
 def test_band_label(band, runs, want):
     assert plots.band_label(band, runs) == want
+
+
+def _study_names():
+    env = br.RankingEnv.paper(seed=0, K=6, L=3, d=2, w_max=2.0)
+    return [list(unknown_w.policies(env)), list(unknown_w.glm_policies(env, n_max=10))]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["linear", "logistic"])
+def test_every_curve_of_the_unknown_w_figures_has_its_own_colour_and_style(which):
+    names = _study_names()[which]
+    st = plots.figure_styles(names)
+    assert len({c for c, _, _ in st.values()}) == len(names)
+    assert len({(ls, m) for _, ls, m in st.values()}) == len(names)
+    # the fixed styles of the paper's algorithms are kept
+    assert plots.figure_styles(["RankTS", "x"])["RankTS"][0] == plots.COLORS["RankTS"]
+
+
+def test_smoothed_curves_start_where_their_window_is_full_and_the_legend_sits_beside():
+    r = np.ones((7, 2, 40))
+    r[:, :, 0] = 9.0  # a first round unlike the rest
+    ds = xr.Dataset({"regret": (("policy", "run", "round"), r)},
+                    coords={"policy": [f"p{i}" for i in range(7)], "round": range(40)})
+    fig = plots.regret_curves(ds, window=5)
+    ax = fig.axes[0]
+    x = ax.lines[0].get_xdata()
+    assert x[0] == 5 and x[-1] == 40  # rounds 1-4 hold a partial mean: not drawn
+    leg = ax.get_legend()
+    assert leg is not None and leg.get_bbox_to_anchor().x0 > ax.bbox.x1 - 1
+    assert "from round 5" in leg.get_title().get_text()
+    plt.close(fig)
+    fig = plots.regret_curves(ds.isel(policy=[0, 1]), cumulative=True)
+    assert fig.axes[0].lines[0].get_xdata()[0] == 1  # cumulative: every round
+    plt.close(fig)

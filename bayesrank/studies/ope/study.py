@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from bayesrank import ope
+from bayesrank._progress import progress as progress_bar
 from bayesrank._version import __version__
 from bayesrank.studies import store
 from bayesrank.studies.ope import obd as ope_obd
@@ -338,11 +339,7 @@ def _versions() -> dict:
 def _progress(total: int, enabled: bool):
     if not enabled:
         return None
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total, unit="round", unit_scale=True, desc="study ope", leave=False
-    )
+    return progress_bar(total, "study ope", unit="round", unit_scale=True)
 
 
 def run_grid(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank._progress import progress as progress_bar
 from bayesrank.ope import UniformLogger, collect, evaluate
 from bayesrank.policies.ts import RankTS
 from bayesrank.studies.ope.config import (
@@ -69,14 +70,8 @@ def run_ts(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True):
     truth = np.full((len(cfg.w_max), 4), np.nan)
     bar = None
     if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=shape[0] * shape[1] * shape[2],
-            unit="log",
-            leave=False,
-            desc="study ope: Thompson-sampling target",
-        )
+        bar = progress_bar(shape[0] * shape[1] * shape[2],
+                       "study ope: Thompson-sampling target", unit="log")
     for c, w_max in enumerate(cfg.w_max):
         env = build_env(cfg, cfg.ts_K, cfg.ts_L, w_max)
         target = fitted_ts_target(env, cfg, seed)

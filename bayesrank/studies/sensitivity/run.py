@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._progress import progress
 from bayesrank.model import scores
 from bayesrank.policies import features
 from bayesrank.policies.context import Context
@@ -72,36 +73,11 @@ PSENSE_THRESHOLD = 0.05
 _COMPILED: dict = {}
 
 
-class _NoBar:
-    """What :func:`progress_bar` returns when progress is off: does nothing."""
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def progress_bar(enabled: bool, **kwargs):
-    """A tqdm bar, or a do-nothing stand-in when ``enabled`` is false.
-
-    tqdm is imported only when a bar is shown. In a Jupyter kernel the widget bar
-    (``tqdm.notebook``) is used when ipywidgets is installed (the ``test`` extra
-    installs it); otherwise the plain text bar (``tqdm.std``), so no
-    ``TqdmWarning: IProgress not found`` is raised (``tqdm.auto`` warns on import
-    in a kernel without ipywidgets, even for a disabled bar).
-    """
-    if not enabled:
-        return _NoBar()
-    import importlib.util
-    import sys
-
-    in_kernel = "ipykernel" in sys.modules
-    if in_kernel and importlib.util.find_spec("ipywidgets") is not None:
-        from tqdm.notebook import tqdm
-    else:
-        from tqdm.std import tqdm
-    return tqdm(leave=False, **kwargs)
+def progress_bar(enabled: bool, *, total=None, desc: str = "", unit: str = "it", **kwargs):
+    """The sweep's progress (:func:`bayesrank._progress.progress`: a tqdm bar on a
+    terminal or in a notebook, plain lines in a file, nothing when ``enabled`` is
+    false)."""
+    return progress(total, desc, unit=unit, enabled=enabled, **kwargs)
 
 
 # --------------------------------------------------------------------- the play
