@@ -95,6 +95,13 @@ class _Lines(_Off):
             self._line()
 
 
+def _in_notebook() -> bool:
+    """A Jupyter kernel is running this code (not merely ipykernel imported)."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def progress(total, desc: str, *, unit: str = "it", enabled: bool = True, file=None,
              **kwargs):
     """A progress bar for ``total`` steps (see the module docstring); extra keyword
@@ -102,7 +109,7 @@ def progress(total, desc: str, *, unit: str = "it", enabled: bool = True, file=N
     if not enabled:
         return _Off()
     file = sys.stderr if file is None else file
-    if "ipykernel" in sys.modules and importlib.util.find_spec("ipywidgets") is not None:
+    if _in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
         from tqdm.notebook import tqdm
 
         return tqdm(total=total, desc=desc, unit=unit, leave=False, **kwargs)

@@ -250,6 +250,9 @@ def _prepare(lists, rewards, v0, items):
         raise ValueError(f"rewards: expected shape {(n, L)} (as lists), got {r.shape}")
     if np.isinf(r).any():
         raise ValueError("rewards: expected finite values or NaN (not observed), found inf")
+    if np.isnan(r).all():
+        raise ValueError("rewards: every reward is NaN (no position observed): the reward "
+                         "model has nothing to fit")
     v0 = np.asarray(v0, float)
     if v0.ndim not in (1, 2) or (v0.ndim == 2 and v0.shape[0] != n):
         raise ValueError(f"v0: expected shape (d,) or ({n}, d), got {v0.shape}")

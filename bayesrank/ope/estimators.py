@@ -49,7 +49,12 @@ from bayesrank.ope.direct import (
     target_features,
 )
 from bayesrank.ope.log import check_log
-from bayesrank.ope.target import n_batches_of, target_probabilities, true_value
+from bayesrank.ope.target import (
+    check_target_items,
+    n_batches_of,
+    target_probabilities,
+    true_value,
+)
 
 __all__ = [
     "DEFAULT_ESTIMATORS",
@@ -65,17 +70,54 @@ __all__ = [
     "true_value",
 ]
 
-def _arrays(rewards, pi, pscore, name: str):
-    r = np.asarray(rewards, float)
+def _real(x, label: str) -> np.ndarray:
+    """x as a float array, or a TypeError naming ``label``."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{label}: expected a real numeric array, got dtype {arr.dtype}")
+    return arr.astype(float)
+
+
+def _check_rewards(rewards) -> np.ndarray:
+    """(n, L) float rewards: finite, or NaN (not observed)."""
+    r = _real(rewards, "rewards")
     if r.ndim != 2:
         raise ValueError(f"rewards: expected shape (n, L), got {r.shape}")
-    pi = np.asarray(pi, float)
-    ps = np.asarray(pscore, float)
+    if np.isinf(r).any():
+        raise ValueError("rewards: expected finite values or NaN (not observed), found inf")
+    if r.size and np.isnan(r).all():
+        raise ValueError(
+            "rewards: every reward is NaN (no position observed): nothing to estimate from"
+        )
+    return r
+
+
+def _check_probs(a, label: str, *, pscore: bool) -> np.ndarray:
+    """Probabilities: the logger's (pscore) in (0, 1], the target's in [0, 1]."""
+    lo_ok = a > 0 if pscore else a >= 0
+    if not (lo_ok & (a <= 1)).all():  # NaN fails both
+        what = "propensities must lie in (0, 1]" if pscore else (
+            "target probabilities must lie in [0, 1]")
+        bad = "NaN" if np.isnan(a).any() else f"min {a.min()} and max {a.max()}"
+        raise ValueError(f"{label}: {what}, got {bad}")
+    return a
+
+
+def _check_flag(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected a bool, got {type(value).__name__} ({value!r})")
+    return bool(value)
+
+
+def _arrays(rewards, pi, pscore, name: str):
+    r = _check_rewards(rewards)
+    pi = _real(pi, f"pi_{name}")
+    ps = _real(pscore, f"pscore_{name}")
     for label, a in ((f"pi_{name}", pi), (f"pscore_{name}", ps)):
         if a.shape != r.shape:
             raise ValueError(f"{label}: expected shape {r.shape} (as rewards), got {a.shape}")
-    if not (ps > 0).all():
-        raise ValueError(f"pscore_{name}: propensities must be > 0")
+    _check_probs(pi, f"pi_{name}", pscore=False)
+    _check_probs(ps, f"pscore_{name}", pscore=True)
     return r, pi / ps
 
 
@@ -83,6 +125,7 @@ def _ips(rewards: np.ndarray, weights: np.ndarray, self_normalised: bool) -> Est
     """IPS over positions: sum_l mean_i(w_il r_il) (or / mean_i w_il when
     self-normalised), stderr from the per-round contributions (delta method for
     the self-normalised one)."""
+    self_normalised = _check_flag(self_normalised, "self_normalised")
     r = np.nan_to_num(rewards, nan=0.0)
     wr = weights * r
     if self_normalised:
@@ -131,10 +174,10 @@ def list_ips(rewards, pi_list, pscore_list, *, self_normalised=False) -> Estimat
         >>> list_ips(rewards, np.array([1.0, 0.0]), np.array([0.5, 0.5])).estimate
         1.0
     """
-    r = np.asarray(rewards, float)
-    pi = np.asarray(pi_list, float)
-    ps = np.asarray(pscore_list, float)
-    if r.ndim != 2 or pi.shape != r.shape[:1] or ps.shape != r.shape[:1]:
+    r = _check_rewards(rewards)
+    pi = _real(pi_list, "pi_list")
+    ps = _real(pscore_list, "pscore_list")
+    if pi.shape != r.shape[:1] or ps.shape != r.shape[:1]:
         raise ValueError(
             f"pi_list, pscore_list: expected shape ({r.shape[0]},) with rewards (n, L), "
             f"got {pi.shape}, {ps.shape} and {r.shape}"
@@ -218,7 +261,7 @@ def pair_ips(rewards, pi_pair, pscore_pair, *, self_normalised=False) -> Estimat
 def _dr_terms(rewards, pi_pair, pscore_pair, q_logged, q_target):
     r, w = _arrays(rewards, pi_pair, pscore_pair, "pair")
     for label, q in (("q_logged", q_logged), ("q_target", q_target)):
-        q = np.asarray(q, float)
+        q = _real(q, label)
         if q.shape != r.shape:
             raise ValueError(f"{label}: expected shape {r.shape} (as rewards), got {q.shape}")
         if not np.isfinite(q).all():
@@ -270,6 +313,7 @@ def pair_dr(rewards, pi_pair, pscore_pair, *, q_logged, q_target,
         >>> pair_dr(r, pi, ps, q_logged=q, q_target=q).estimate
         2.0
     """
+    self_normalised = _check_flag(self_normalised, "self_normalised")
     qt, w, e = _dr_terms(rewards, pi_pair, pscore_pair, q_logged, q_target)
     if self_normalised:
         mw = w.mean(axis=0)
@@ -309,12 +353,14 @@ def _check_estimators(estimators, log) -> tuple:
     estimators = tuple(estimators)
     if not estimators:
         raise ValueError("estimators: expected at least one estimator name")
-    for name in estimators:
-        if name not in ESTIMATORS:
+    for i, name in enumerate(estimators):
+        if not isinstance(name, str) or name not in ESTIMATORS:
             raise ValueError(f"estimators: unknown {name!r}; expected one of {list(ESTIMATORS)}")
         event = ESTIMATORS[name][0]
         if event is not None and f"pscore_{event}" not in log:
             raise ValueError(f"pscore_{event}: missing from the log, needed by {name}")
+        if name in estimators[:i]:
+            raise ValueError(f"estimators: {name!r} given twice (one row per estimator)")
     return estimators
 
 
@@ -416,7 +462,13 @@ def evaluate(
         True
     """
     check_log(log)
+    if not np.isfinite(log["rewards"].values).any():
+        raise ValueError(
+            "rewards: every reward of the log is NaN (no position observed): nothing to "
+            "estimate from"
+        )
     estimators = _check_estimators(estimators, log)
+    self_normalised = _check_flag(self_normalised, "self_normalised")
     if not isinstance(ci, str) or ci not in CI_METHODS:
         raise ValueError(f"ci: expected one of {list(CI_METHODS)}, got {ci!r}")
     n_boot = check_int(n_boot, "n_boot", low=1)
@@ -430,6 +482,8 @@ def evaluate(
         log, target, n_draws=n_draws, n_batches=n_batches, deterministic=deterministic,
         return_draws=True,
     )
+    if needs_model:  # the item vectors' rows are the catalogue when the log has no K
+        check_target_items(draws.lists, items.shape[0])
     B = n_batches_of(draws, n_batches)
     model = _Model(log, draws, items, ridge, B) if needs_model else None
     rewards = log["rewards"].values

@@ -217,7 +217,7 @@ def check_log(ds, K=None) -> xr.Dataset:
 
     Raises:
         ValueError, TypeError: as :func:`as_log`, the message starting with the
-            variable name (or ``ds`` when it is not a Dataset).
+            variable name (or ``log`` when it is not a Dataset).
 
     Examples:
         >>> import numpy as np
@@ -231,7 +231,9 @@ def check_log(ds, K=None) -> xr.Dataset:
         ValueError: v0: missing from the log
     """
     if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+        hint = " (convert a DataFrame with bayesrank.ope.as_log(df))" if _dataframe(
+            ds) is not None else ""
+        raise TypeError(f"log: expected an xarray.Dataset, got {type(ds).__name__}{hint}")
     for name in ("lists", "rewards", "v0"):
         if name not in ds:
             raise ValueError(f"{name}: missing from the log")

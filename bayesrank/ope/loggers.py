@@ -17,10 +17,33 @@ import jax
 import numpy as np
 import xarray as xr
 
-from bayesrank._validate import check_int, check_real
+from bayesrank._validate import (
+    check_array,
+    check_int,
+    check_lists,
+    check_real,
+    check_seed,
+)
 from bayesrank.ope.log import as_log
 
 __all__ = ["EpsilonGreedyLogger", "SoftmaxLogger", "UniformLogger", "collect"]
+
+
+def _check_v0s(v0s, n: int | None = None) -> np.ndarray:
+    """v0s as a finite (n, d) float array (n rows when ``n`` is given)."""
+    arr = check_array(v0s, "v0s", ndim=2)
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"v0s: expected {n} rows (one per list), got shape {arr.shape}")
+    return arr
+
+
+def _check_shown(lists, K: int, L: int) -> np.ndarray:
+    """The shown lists as an int (n, L) array of item indices in [0, K)."""
+    arr = np.asarray(lists)
+    if arr.ndim != 2:
+        raise ValueError(f"lists: expected shape (n, L) with L={L}, got {arr.shape}")
+    check_lists(arr, K, L, "lists")
+    return arr
 
 
 def _uniform_pscores(n: int, K: int, L: int) -> dict:
@@ -61,11 +84,16 @@ class UniformLogger:
 
     def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
         """(n, L) int lists for the n requests with contexts v0s (n, d)."""
-        return rng.integers(0, self.K, size=(np.shape(v0s)[0], self.L))
+        n = _check_v0s(v0s).shape[0]
+        return rng.integers(0, self.K, size=(n, self.L))
 
     def propensities(self, lists, v0s=None) -> dict:
-        """The exact pscore arrays of the shown lists (n, L)."""
-        return _uniform_pscores(np.shape(lists)[0], self.K, self.L)
+        """The exact pscore arrays of the shown lists (n, L) (items in [0, K));
+        v0s (n, d), when given, is checked and otherwise unused."""
+        n = _check_shown(lists, self.K, self.L).shape[0]
+        if v0s is not None:
+            _check_v0s(v0s, n)
+        return _uniform_pscores(n, self.K, self.L)
 
     def __repr__(self) -> str:
         return f"UniformLogger(K={self.K}, L={self.L})"
@@ -100,10 +128,7 @@ class EpsilonGreedyLogger:
         self.policy_lists_fn = policy_lists_fn
         self.K = check_int(K, "K", low=1)
         self.L = check_int(L, "L", low=1)
-        eps = float(epsilon)
-        if not 0.0 <= eps <= 1.0:
-            raise ValueError(f"epsilon: expected a probability in [0, 1], got {epsilon!r}")
-        self.epsilon = eps
+        self.epsilon = check_real(epsilon, "epsilon", low=0, high=1)
 
     def base_lists(self, v0s) -> np.ndarray:
         """(n, L) the deterministic list of each request (one call per distinct v0)."""
@@ -121,15 +146,16 @@ class EpsilonGreedyLogger:
 
     def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
         """(n, L) int lists for the n requests with contexts v0s (n, d)."""
-        base = self.base_lists(v0s)
+        base = self.base_lists(_check_v0s(v0s))
         explore = rng.random(base.shape[0]) < self.epsilon
         uniform = rng.integers(0, self.K, size=base.shape)
         return np.where(explore[:, None], uniform, base)
 
     def propensities(self, lists, v0s) -> dict:
-        """The exact pscore arrays of the shown lists (n, L) in contexts v0s (n, d)."""
-        lists = np.asarray(lists)
-        base = self.base_lists(v0s)
+        """The exact pscore arrays of the shown lists (n, L) (items in [0, K)) in
+        contexts v0s (n, d)."""
+        lists = _check_shown(lists, self.K, self.L)
+        base = self.base_lists(_check_v0s(v0s, lists.shape[0]))
         eps, K = self.epsilon, self.K
         u = _uniform_pscores(lists.shape[0], K, self.L)
         same = lists == base
@@ -224,7 +250,7 @@ class SoftmaxLogger:
 
     def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
         """(n, L) int lists for the n requests with contexts v0s (n, d)."""
-        p, inv = self.probabilities(v0s)
+        p, inv = self.probabilities(_check_v0s(v0s))
         cdf = np.cumsum(p, axis=-1)
         cdf[..., -1] = 1.0
         rows = np.arange(cdf.shape[0] * self.L).reshape(-1, self.L)  # (G, L) row ids
@@ -234,9 +260,10 @@ class SoftmaxLogger:
         return np.searchsorted(flat, r + u, side="right") - r * self.K
 
     def propensities(self, lists, v0s) -> dict:
-        """The exact pscore arrays of the shown lists (n, L) in contexts v0s (n, d)."""
-        lists = np.asarray(lists)
-        p, inv = self.probabilities(v0s)
+        """The exact pscore arrays of the shown lists (n, L) (items in [0, K)) in
+        contexts v0s (n, d)."""
+        lists = _check_shown(lists, self.K, self.L)
+        p, inv = self.probabilities(_check_v0s(v0s, lists.shape[0]))
         pos = p[inv[:, None], np.arange(self.L)[None, :], lists]  # (n, L)
         pair = pos.copy()
         pair[:, 1:] *= pos[:, :-1]
@@ -275,6 +302,7 @@ def collect(env, logger, n: int, *, seed: int = 0) -> xr.Dataset:
         ({'round': 100, 'position': 2, 'dim': 3, 'item': 5}, 0.04)
     """
     n = check_int(n, "n", low=1)
+    seed = check_seed(seed)
     if logger.K != env.K or logger.L != env.L:
         raise ValueError(
             f"logger: K={logger.K}, L={logger.L} do not match the env's "

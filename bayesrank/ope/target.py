@@ -10,7 +10,13 @@ import numpy as np
 
 from bayesrank._validate import check_int
 
-__all__ = ["TargetDraws", "draw_target", "target_probabilities", "true_value"]
+__all__ = [
+    "TargetDraws",
+    "check_target_items",
+    "draw_target",
+    "target_probabilities",
+    "true_value",
+]
 
 EVENTS = ("position", "pair", "cascade")
 
@@ -26,6 +32,42 @@ def _frozen(target):
         for a, v in saved.items():
             with contextlib.suppress(AttributeError):
                 setattr(target, a, v)
+
+
+def catalogue_size(log) -> int | None:
+    """The number of items of the log's catalogue: its ``K`` attribute, else the rows
+    of its ``items`` variable, else None (unknown)."""
+    if "K" in log.attrs:
+        return int(log.attrs["K"])
+    if "items" in log:
+        return int(log["items"].shape[0])
+    return None
+
+
+def check_target_items(lists, K: int | None, whose: str = "the log's") -> None:
+    """Raise a ValueError naming ``target`` unless its lists hold item indices in
+    [0, K) (K None: only >= 0), K the size of ``whose`` catalogue."""
+    lists = np.asarray(lists)
+    if lists.size == 0:
+        return
+    bad = lists < 0 if K is None else (lists < 0) | (lists >= K)
+    if bad.any():
+        shown = np.unique(lists[bad])
+        where = "negative" if K is None else f"outside {whose} catalogue [0, {K})"
+        raise ValueError(
+            f"target: showed item indices {shown[:5].tolist()}"
+            f"{' ...' if shown.size > 5 else ''}, {where}"
+        )
+
+
+def _check_target_K(target, K: int | None, whose: str = "the log's") -> None:
+    """A target that says its K (a bayesrank policy) must share the log's."""
+    tK = getattr(target, "K", None)
+    if K is not None and isinstance(tK, (int, np.integer)) and not isinstance(tK, bool) \
+            and int(tK) != K:
+        raise ValueError(
+            f"target: ranks K={int(tK)} items, but {whose} catalogue has K={K}"
+        )
 
 
 def _draw(target, v0, m: int) -> np.ndarray:
@@ -91,6 +133,13 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
         (1, 50, 1)
     """
     n_draws = check_int(n_draws, "n_draws", low=1)
+    if deterministic is not None and not isinstance(deterministic, (bool, np.bool_)):
+        raise TypeError(
+            f"deterministic: expected None or a bool, got {type(deterministic).__name__} "
+            f"({deterministic!r})"
+        )
+    K = catalogue_size(log)
+    _check_target_K(target, K)
     lists = np.asarray(log["lists"].values)
     v0s = np.asarray(log["v0"].values, float)
     L = lists.shape[1]
@@ -122,6 +171,7 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
             draws = np.stack(draws)
     if draws.dtype.kind not in "iu":
         raise TypeError(f"target: select_batch returned dtype {draws.dtype}, expected int")
+    check_target_items(draws, K)
     return TargetDraws(uniq, inv, draws.astype(np.int64), bool(deterministic))
 
 
@@ -255,8 +305,14 @@ def true_value(env, target, v0=None, n_draws=1000) -> float:
     else:
         v0 = np.asarray(v0, float)
         env = env.with_v0(v0)
+    _check_target_K(target, int(env.K), "the env's")
     with _frozen(target):
         lists = _draw(target, v0, check_int(n_draws, "n_draws", low=1))
+    if lists.dtype.kind not in "iu":
+        raise TypeError(f"target: select_batch returned dtype {lists.dtype}, expected int")
+    if lists.shape[1] != env.L:
+        raise ValueError(f"target: lists of length {lists.shape[1]}, the env's have {env.L}")
+    check_target_items(lists, int(env.K), "the env's")
     if (lists == lists[0]).all():
         return float(env.expected_reward(lists[0]))
     return float(np.mean(np.asarray(env.expected_reward(lists))))

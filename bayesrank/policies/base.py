@@ -106,6 +106,19 @@ def check_rewards(rewards, shape, model) -> np.ndarray:
     return r
 
 
+def _check_distinct(items: np.ndarray, name: str = "items") -> None:
+    """Raise a ValueError naming ``name`` if a list (L,) or a row of (n, L) shows an
+    item twice (a ``distinct=True`` policy never shows one; it learns from none)."""
+    s = np.sort(items, axis=-1)
+    rep = (s[..., 1:] == s[..., :-1]).any(axis=-1)
+    if rep.any():
+        row = int(np.flatnonzero(np.atleast_1d(rep))[0])
+        lst = np.atleast_2d(items)[row].tolist()
+        raise ValueError(
+            f"{name}: the policy is distinct=True, but list {row} repeats an item: {lst}"
+        )
+
+
 def model_config(model) -> dict:
     """The JSON-able description of a posterior model: its class name and, where the
     model can describe itself, its ``config()``."""
@@ -189,7 +202,7 @@ class Policy:
 
     def _default_ctx(self) -> None:
         """The constructor's v0 and mask as device arrays, padded to the capacity."""
-        Kc, d = self._state.items.shape
+        Kc = self._state.items.shape[0]
         m = np.zeros(Kc, bool)
         m[: self.K] = True if self.mask is None else self.mask
         self._ctx = Context(jnp.asarray(self.v0), jnp.asarray(m))
@@ -333,11 +346,29 @@ class Policy:
                 (round, position; NaN = not observed) and ``v0`` (round, dim). It is
                 validated first (items in [0, K), shapes, finite contexts); a bad log
                 raises ``ValueError``/``TypeError`` naming the variable and leaves the
-                policy as it was.
+                policy as it was. A log from another catalogue is refused
+                (``ValueError`` naming ``log``): its ``K`` attribute (or the rows of
+                its ``items``) must be the policy's K and, when it carries ``items``,
+                they must equal the policy's item vectors exactly.
         """
         from bayesrank.ope.log import check_log
 
-        log = check_log(log, K=self.K)
+        check_log(log)  # a Dataset in the log format (its own K)
+        K_log = log.attrs.get("K", log["items"].shape[0] if "items" in log else None)
+        if K_log is not None and int(K_log) != self.K:
+            raise ValueError(
+                f"log: from a catalogue of K={int(K_log)} items, the policy's has "
+                f"K={self.K}"
+            )
+        if "items" in log and not np.array_equal(
+            np.asarray(log["items"].values, float), self.items
+        ):
+            raise ValueError(
+                "log: its item vectors (items) differ from the policy's: a log from "
+                "another catalogue"
+            )
+        if K_log is None:  # indices checked against the policy's K instead
+            check_log(log, K=self.K)
         lists = np.asarray(log["lists"].values)
         if lists.shape[1] != self.L:
             raise ValueError(
@@ -345,6 +376,8 @@ class Policy:
             )
         if lists.shape[0] == 0:
             return
+        if getattr(self, "distinct", False):
+            _check_distinct(lists, "lists")
         self.update(lists, np.asarray(log["rewards"].values, float),
                     v0=np.asarray(log["v0"].values, float))
 
@@ -357,7 +390,8 @@ class Policy:
         must travel with it.
 
         Args:
-            items: (L,) or (n, L) int item indices.
+            items: (L,) or (n, L) int item indices in [0, K) (with ``distinct=True``
+                no list may show an item twice).
             rewards: same shape, real numbers or NaN.
             v0: (d,) or (n, d) the context each list was shown in; None: the
                 constructor's v0.
@@ -366,6 +400,8 @@ class Policy:
         check_lists(items_a, self.K, self.L, "items")
         if items_a.ndim > 2:
             raise ValueError(f"items: expected shape (L,) or (n, L), got {items_a.shape}")
+        if getattr(self, "distinct", False):
+            _check_distinct(items_a)
         r = check_rewards(rewards, items_a.shape, self.model)
         if items_a.ndim == 1:
             self._queue(items_a, r, v0)

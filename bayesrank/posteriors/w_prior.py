@@ -15,15 +15,40 @@ __all__ = ["SAVABLE", "check_w_prior", "is_distribution", "prior_config",
            "prior_from_config"]
 
 #: Distributions a saved policy can rebuild: class name -> constructor parameters.
+#: Truncations (``TruncatedNormal(loc, scale, low=1)``, ``TruncatedDistribution`` of a
+#: Cauchy, Laplace, ...) and ``.expand([L])`` of these are rebuilt too (see
+#: :func:`prior_config`); a policy with any other prior refuses to be saved.
 SAVABLE = {
     "Normal": ("loc", "scale"),
     "Laplace": ("loc", "scale"),
     "Cauchy": ("loc", "scale"),
     "Logistic": ("loc", "scale"),
+    "SoftLaplace": ("loc", "scale"),
+    "Gumbel": ("loc", "scale"),
     "StudentT": ("df", "loc", "scale"),
+    "AsymmetricLaplace": ("loc", "scale", "asymmetry"),
     "Uniform": ("low", "high"),
+    "LogUniform": ("low", "high"),
+    "HalfNormal": ("scale",),
+    "HalfCauchy": ("scale",),
+    "Exponential": ("rate",),
+    "Gamma": ("concentration", "rate"),
+    "InverseGamma": ("concentration", "rate"),
+    "Chi2": ("df",),
+    "LogNormal": ("loc", "scale"),
+    "Weibull": ("scale", "concentration"),
+    "Beta": ("concentration1", "concentration0"),
+    "Kumaraswamy": ("concentration1", "concentration0"),
+    "Pareto": ("scale", "alpha"),
+    # read only (written as a TruncatedDistribution of a Normal); low/high may be null
     "TruncatedNormal": ("loc", "scale", "low", "high"),
 }
+
+#: The truncated classes NumPyro builds, written as one "TruncatedDistribution".
+_TRUNCATED = ("LeftTruncatedDistribution", "RightTruncatedDistribution",
+              "TwoSidedTruncatedDistribution")
+#: Nesting a file may hold (a truncation inside an expansion).
+_MAX_DEPTH = 3
 
 
 def is_distribution(obj) -> bool:
@@ -129,26 +154,105 @@ def _check_range(prior) -> None:
 
 
 def prior_config(prior) -> dict:
-    """JSON-able description: class name and parameters (None if not savable)."""
-    name = type(prior).__name__
-    params = SAVABLE.get(name)
-    if params is None:
-        return {"class": name, "params": None}
-    out = {}
-    for p in params:
-        v = np.asarray(getattr(prior, p), float)
-        out[p] = v.tolist()
-    return {"class": name, "params": out}
+    """JSON-able description of a prior: ``{"class", "params"}`` (plus ``"base"`` for
+    a truncation or an expansion), which :func:`prior_from_config` rebuilds (the
+    parameters as float64 values: the same prior in the state's precision).
 
-
-def prior_from_config(cfg: dict):
-    """Rebuild a prior saved by :func:`prior_config` (only :data:`SAVABLE` classes)."""
-    import jax.numpy as jnp
+    Savable: the classes in :data:`SAVABLE` (exactly NumPyro's class, not a subclass),
+    their truncations (``TruncatedNormal(0, 1, low=1)``, written as
+    ``{"class": "TruncatedDistribution", "params": {"low", "high"}, "base": ...}``)
+    and expansions (``Normal(0, 5).expand([L])``: ``"ExpandedDistribution"`` with
+    ``batch_shape``). Any other prior gives ``"params": None`` and ``"why"``, the
+    reason it cannot be rebuilt (``save`` refuses it).
+    """
     import numpyro.distributions as dist
 
-    if not isinstance(cfg, dict):
-        raise ValueError("w_prior: expected a dict with 'class' and 'params'")
+    name = type(prior).__name__
+    if type(prior) is not getattr(dist, name, None):
+        return {"class": name, "params": None,
+                "why": f"{type(prior).__module__}.{name} is not a NumPyro distribution "
+                       "class bayesrank rebuilds"}
+    base = getattr(prior, "base_dist", None)
+    if name in _TRUNCATED or name == "ExpandedDistribution":
+        inner = prior_config(base)
+        if inner["params"] is None:
+            return {"class": name, "params": None, "why": inner["why"]}
+        if name == "ExpandedDistribution":
+            params = {"batch_shape": [int(n) for n in prior.batch_shape]}
+            return {"class": name, "params": params, "base": inner}
+        params = {b: None if getattr(prior, b, None) is None
+                  else np.asarray(getattr(prior, b), float).tolist()
+                  for b in ("low", "high")}
+        return {"class": "TruncatedDistribution", "params": params, "base": inner}
+    names = SAVABLE.get(name)
+    if names is None or name == "TruncatedNormal":
+        return {"class": name, "params": None,
+                "why": f"{name} is not among the priors a file can rebuild "
+                       f"({', '.join(sorted(SAVABLE))}, their truncations and "
+                       ".expand([L]))"}
+    return {"class": name,
+            "params": {p: np.asarray(getattr(prior, p), float).tolist() for p in names}}
+
+
+def _param(name: str, key: str, v, nullable: bool = False):
+    """A saved parameter: finite, of shape () or (L,) (None where ``nullable``)."""
+    import jax.numpy as jnp
+
+    if v is None and nullable:
+        return None
+    try:
+        arr = np.asarray(v, float)
+    except (TypeError, ValueError):
+        arr = np.asarray(np.nan)
+    if arr.ndim > 1 or not np.all(np.isfinite(arr)):
+        raise ValueError(
+            f"w_prior: {name} parameter {key} must be finite, of shape () or (L,), "
+            f"got {v!r}"
+        )
+    return jnp.asarray(arr)
+
+
+def prior_from_config(cfg, _depth: int = 0):
+    """Rebuild a prior saved by :func:`prior_config` (only the :data:`SAVABLE`
+    classes, their truncations and expansions: looked up here by name, nothing the
+    file names is imported).
+
+    ``cfg`` may also be a NumPyro distribution, returned as is: the prior given to
+    ``load(path, w=prior)``, which replaces the saved one (a file's JSON never holds
+    one).
+    """
+    import numpyro.distributions as dist
+
+    if is_distribution(cfg):
+        return cfg
+    if not isinstance(cfg, dict):  # a file's content: a bad file is a ValueError
+        raise ValueError("w_prior: expected a dict with 'class' and 'params'")  # noqa: TRY004
+    if _depth >= _MAX_DEPTH:
+        raise ValueError(f"w_prior: nested deeper than {_MAX_DEPTH} levels")
     name, params = cfg.get("class"), cfg.get("params")
+    if name == "ExpandedDistribution" and isinstance(params, dict) \
+            and set(params) == {"batch_shape"}:
+        shape = params["batch_shape"]
+        if not (isinstance(shape, list) and len(shape) <= 1 and all(
+                isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 2**20
+                for n in shape)):
+            raise ValueError(
+                f"w_prior: batch_shape must be [] or [L] with L >= 1, got {shape!r}"
+            )
+        base = prior_from_config(cfg.get("base"), _depth + 1)
+        try:
+            return base.expand(shape)
+        except (TypeError, ValueError, AssertionError) as exc:
+            raise ValueError(f"w_prior: cannot expand the prior to {shape}: {exc}") \
+                from None
+    if name == "TruncatedDistribution" and isinstance(params, dict) \
+            and set(params) == {"low", "high"}:
+        base = prior_from_config(cfg.get("base"), _depth + 1)
+        bounds = {k: _param(name, k, v, nullable=True) for k, v in params.items()}
+        try:
+            return dist.TruncatedDistribution(base, **bounds)
+        except (TypeError, ValueError, AssertionError) as exc:
+            raise ValueError(f"w_prior: invalid truncation of the prior: {exc}") from None
     if name not in SAVABLE or not isinstance(params, dict) or set(params) != set(
         SAVABLE[name]
     ):
@@ -156,13 +260,9 @@ def prior_from_config(cfg: dict):
             f"w_prior: the saved prior {name!r} cannot be rebuilt from the file; pass "
             "w=... to load()"
         )
-    values = {}
-    for k, v in params.items():
-        arr = np.asarray(v, float)
-        if arr.ndim > 1 or not np.all(np.isfinite(arr)):
-            raise ValueError(f"w_prior: parameter {k} must be finite, of shape () or (L,)")
-        values[k] = jnp.asarray(arr)
+    values = {k: _param(name, k, v, nullable=name == "TruncatedNormal" and k in
+                        ("low", "high")) for k, v in params.items()}
     try:
         return getattr(dist, name)(**values)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AssertionError) as exc:
         raise ValueError(f"w_prior: invalid parameters for {name}: {exc}") from None

@@ -117,7 +117,7 @@ def test_check_log_rejects_a_missing_variable_and_wrong_dims():
         check_log(ds.drop_vars("rewards"))
     with pytest.raises(ValueError, match="^pscore_position:"):
         check_log(ds.assign(pscore_position=ds["pscore_position"].transpose()))
-    with pytest.raises(TypeError, match="^ds:"):
+    with pytest.raises(TypeError, match="^log:"):
         check_log({"lists": 1})
 
 

@@ -1,0 +1,384 @@
+"""save/load are right or refused (issue 35, item 2).
+
+A catalogue grouped by entry point:
+
+* ``save``: every prior on a latent w that save takes, load rebuilds (HalfNormal,
+  truncations, ``.expand([L])``, ...); the others are refused at save time, naming
+  ``w`` and why, with nothing written;
+* ``load(path, w=prior)``: the prior replaces the saved one; a bad ``w=`` names ``w``;
+* ``load`` of an edited file: refused by the content digest (any edit), and, when the
+  digest was recomputed by hand, still refused by the state's invariants when the
+  state is inconsistent. Every refusal leaves the file as it was.
+"""
+
+import json
+
+import jax
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+from numpyro.distributions import transforms
+
+import bayesrank as br
+from bayesrank.policies import persist
+from bayesrank.posteriors.w_prior import prior_config
+
+
+@pytest.fixture(scope="module")
+def env():
+    return br.RankingEnv.paper(seed=1, K=6, L=3, d=4, w_max=2.0)
+
+
+def _played(pol, env, T=12):
+    for t in range(T):
+        it = pol.select()
+        pol.update(it, np.asarray(env.sample(jax.random.key(t), it)))
+    return pol
+
+
+def _latent(env, prior, seed=0):
+    return br.RankTS(items=env.items, L=env.L, w=prior, seed=seed)
+
+
+def _arrays(path):
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _write(path, arrays, redigest=False):
+    arrays = dict(arrays)
+    if redigest:
+        arrays["digest"] = np.frombuffer(persist._digest(arrays).encode(), np.uint8)
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def _cfg(arrays):
+    return json.loads(bytes(arrays["config_json"]).decode())
+
+
+def _with_cfg(arrays, **changes):
+    cfg = _cfg(arrays)
+    cfg.update(changes)
+    return {**arrays, "config_json": np.frombuffer(json.dumps(cfg).encode(), np.uint8)}
+
+
+def _leaves(pol):
+    return [np.asarray(jax.random.key_data(x) if persist._is_key(x) else x)
+            for x in jax.tree_util.tree_leaves(pol.state)]
+
+
+def _same_state(a, b):
+    return all(np.array_equal(x, y) for x, y in zip(_leaves(a), _leaves(b)))
+
+
+def _refused(exc, cls, path, *words):
+    """Load ``path`` expecting ``exc``; the message names the path and holds the
+    words; the file is left exactly as it was."""
+    before = path.read_bytes()
+    with pytest.raises(exc) as info:
+        cls.load(path)
+    msg = str(info.value)
+    assert msg.startswith(f"path: {path}: "), msg
+    for w in words:
+        assert w in msg, msg
+    assert path.read_bytes() == before
+    return msg
+
+
+# ============================================================ save: priors on w
+PRIORS = {
+    "Normal": lambda: dist.Normal(0.0, 5.0),
+    "HalfNormal": lambda: dist.HalfNormal(2.0),
+    "TruncatedNormal low": lambda: dist.TruncatedNormal(0.5, 1.0, low=1.0),
+    "TruncatedNormal low high": lambda: dist.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0),
+    "TruncatedNormal high": lambda: dist.TruncatedNormal(0.0, 1.0, high=3.0),
+    "Normal expanded": lambda: dist.Normal(0.0, 5.0).expand([3]),
+    "Normal batched": lambda: dist.Normal(np.array([0.0, 1.0, 2.0]), 5.0),
+    "TruncatedNormal expanded": lambda: dist.TruncatedNormal(0.0, 1.0, low=0.0).expand([3]),
+    "truncated Cauchy": lambda: dist.TruncatedDistribution(dist.Cauchy(0.0, 1.0), low=0.0),
+    "Gamma": lambda: dist.Gamma(2.0, 1.0),
+    "Laplace": lambda: dist.Laplace(1.0, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRIORS))
+def test_every_prior_save_takes_load_rebuilds(env, name, tmp_path):
+    pol = _played(_latent(env, PRIORS[name]()), env)
+    path = tmp_path / "p.npz"
+    pol.save(path)
+    back = br.RankTS.load(path)
+    a, b = pol.model.w_prior, back.model.w_prior
+    assert type(b) is type(a) and b.batch_shape == a.batch_shape
+    assert prior_config(b) == prior_config(a)
+    x = np.asarray(pol.state.model.w)  # inside the support
+    np.testing.assert_allclose(np.asarray(b.log_prob(x)), np.asarray(a.log_prob(x)),
+                               rtol=1e-12)
+    assert _same_state(pol, back)
+    np.testing.assert_allclose(back.w_hat, pol.w_hat, rtol=1e-12)
+    np.testing.assert_array_equal(back.select(), pol.select())
+
+
+UNSAVABLE = {
+    "affine transform": (
+        lambda: dist.TransformedDistribution(dist.Normal(0.0, 1.0),
+                                             transforms.AffineTransform(0.0, 2.0)),
+        "TransformedDistribution"),
+    "mixture": (
+        lambda: dist.MixtureSameFamily(dist.Categorical(probs=np.array([0.5, 0.5])),
+                                       dist.Normal(np.array([-1.0, 1.0]), 1.0)),
+        "MixtureSameFamily"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSAVABLE))
+def test_save_refuses_a_prior_load_cannot_rebuild(env, name, tmp_path):
+    make, cls_name = UNSAVABLE[name]
+    pol = _played(_latent(env, make()), env, T=3)
+    before = _leaves(pol), pol.t
+    path = tmp_path / "p.npz"
+    with pytest.raises(ValueError) as info:
+        pol.save(path)
+    msg = str(info.value)
+    assert msg.startswith("w: cannot save") and cls_name in msg, msg
+    assert "not among the priors a file can rebuild" in msg
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temporary file
+    assert all(np.array_equal(x, y) for x, y in zip(_leaves(pol), before[0]))
+    assert pol.t == before[1]
+    # an older file under the name stays as it was
+    path.write_bytes(b"old")
+    with pytest.raises(ValueError, match="^w: cannot save"):
+        pol.save(path)
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["p.npz"]
+
+
+# ========================================================== load(path, w=prior)
+@pytest.fixture(scope="module")
+def half(env, tmp_path_factory):
+    """A played RankTS with w ~ HalfNormal(2) (its chain's w > 0), saved once."""
+    path = tmp_path_factory.mktemp("integrity") / "half.npz"
+    pol = _played(_latent(env, dist.HalfNormal(2.0)), env)
+    pol.save(path)
+    return pol, path
+
+
+def test_load_with_w_replaces_the_saved_prior(half):
+    pol, path = half
+    prior = dist.Gamma(2.0, 1.0)
+    back = br.RankTS.load(path, w=prior)
+    assert back.model.w_prior is prior
+    assert _same_state(pol, back) and back.t == pol.t
+
+
+def test_load_with_w_and_a_base_model(half):
+    pol, path = half
+    prior = dist.HalfNormal(3.0)
+    back = br.RankTS.load(path, model=br.GaussianLinear(), w=prior)
+    assert back.model.w_prior is prior and _same_state(pol, back)
+
+
+def test_load_with_w_reads_a_file_whose_prior_was_not_stored(half, tmp_path):
+    """Files written before the fix hold an unsavable prior as its class name only:
+    load() names w=, load(w=prior) reads them."""
+    pol, path0 = half
+    arrays = _arrays(path0)
+    cfg = _cfg(arrays)
+    cfg["config"]["model"]["config"]["w_prior"] = {"class": "HalfNormal", "params": None}
+    old = {k: v for k, v in _with_cfg(arrays, format=3, config=cfg["config"]).items()
+           if k != "digest"}
+    path = tmp_path / "old.npz"
+    _write(path, old)
+    _refused(ValueError, br.RankTS, path, "'HalfNormal' cannot be rebuilt", "pass w=")
+    back = br.RankTS.load(path, w=dist.HalfNormal(2.0))
+    assert _same_state(pol, back)
+    np.testing.assert_array_equal(back.select(), br.RankTS.load(path0).select())
+
+
+BAD_W = {
+    # name -> (the w given, the exception, words; the path too when it is the file's)
+    "an array for a latent w": (lambda: np.ones(3), TypeError, ["w: load() takes w= only"]),
+    "a number": (lambda: 2.0, TypeError, ["w: load() takes w= only"]),
+    "support excludes the chain's w": (
+        lambda: dist.TruncatedNormal(0.0, 1.0, high=-1.0), ValueError,
+        ["path: ", "(model.w)", "outside the support"]),
+    "wrong batch shape": (lambda: dist.Normal(0.0, 1.0).expand([5]), ValueError,
+                          ["path: ", "w: "]),
+    "the model already has a prior": (
+        "model", ValueError, ["path: ", "w: the model already learns w"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_W))
+def test_a_bad_w_at_load_names_w(half, name):
+    _pol, path = half
+    make, exc, words = BAD_W[name]
+    before = path.read_bytes()
+    kwargs = {"w": make()} if make != "model" else {
+        "w": dist.HalfNormal(1.0),
+        "model": br.posteriors.LatentW(br.GaussianLinear(), dist.HalfNormal(2.0))}
+    with pytest.raises(exc) as info:
+        br.RankTS.load(path, **kwargs)
+    msg = str(info.value)
+    assert all(w in msg for w in words), msg
+    assert path.read_bytes() == before
+
+
+def test_w_at_load_for_a_known_w_names_w_and_the_path(env, tmp_path):
+    path = tmp_path / "known.npz"
+    br.RankTS(items=env.items, w=env.w, seed=0).save(path)
+    with pytest.raises(ValueError) as info:
+        br.RankTS.load(path, w=dist.Normal(0.0, 1.0))
+    msg = str(info.value)
+    assert msg.startswith(f"w: {path} holds a policy without a latent w"), msg
+
+
+# =========================================================== load: edited files
+@pytest.fixture(scope="module")
+def known(env, tmp_path_factory):
+    """A played RankTS with known w (conjugate state), saved once."""
+    path = tmp_path_factory.mktemp("integrity") / "known.npz"
+    pol = _played(br.RankTS(items=env.items, w=env.w, seed=3), env)
+    pol.add_items(np.asarray(env.items[:2]) + 0.5)  # capacity past K: zero rows
+    pol.save(path)
+    return pol, path
+
+
+def _index(pol, field):
+    """The state index of a field path such as 'model.Saa'."""
+    paths = [jax.tree_util.keystr(p).lstrip(".")
+             for p, _ in jax.tree_util.tree_flatten_with_path(pol.state)[0]]
+    return paths.index(field)
+
+
+def _edit(field, fn):
+    def tamper(pol, arrays):
+        i = _index(pol, field)
+        return {**arrays, f"state_{i}": fn(arrays[f"state_{i}"].copy(), pol)}
+    return tamper
+
+
+def _setitem(idx, value):
+    def fn(a, pol):
+        a[idx] = value(a) if callable(value) else value
+        return a
+    return fn
+
+
+def _reverse_items(a, pol):
+    a[: pol.K] = a[: pol.K][::-1]
+    return a
+
+
+def _minus_100_identity(a, pol):
+    a[:] = -100 * np.eye(a.shape[-1])
+    return a
+
+
+def _huge_cross(a, pol):
+    a[0] = 1e3 * np.eye(a.shape[-1])  # |Sap| >> Saa, Spp: [[Saa, Sap], [Sap^T, Spp]] < 0
+    return a
+
+
+def _asymmetric(a, pol):
+    a[0, 0, 1] += 1.0
+    return a
+
+
+# name -> (which file, the edit, the words of the invariant that refuses it with a
+# recomputed digest; None: only the digest sees the edit)
+EDITS = {
+    "state items reversed": ("half", _edit("items", _reverse_items), "arg_items"),
+    "state items reversed (known w)": ("known", _edit("items", _reverse_items),
+                                       "arg_items"),
+    "an item row past K not zero": ("known", _edit("items", _setitem(-1, 1.0)),
+                                    "zeros past K"),
+    "Saa = -100 I": ("half", _edit("model.Saa", _minus_100_identity),
+                     "(model.Saa): expected positive semi-definite"),
+    "Saa not symmetric": ("half", _edit("model.Saa", _asymmetric),
+                          "(model.Saa): expected symmetric"),
+    "Sap too large for Saa, Spp": ("half", _edit("model.Sap", _huge_cross),
+                                   "Sap and Spp together"),
+    "chain w outside the prior's support": (
+        "half", _edit("model.w", _setitem(0, -1.0)), "(model.w): the chain's w"),
+    "negative slice width": ("half", _edit("model.width", _setitem(1, -0.5)),
+                             "(model.width): expected values > 0"),
+    "zero slice width": ("half", _edit("model.width", _setitem(1, 0.0)),
+                         "(model.width): expected values > 0"),
+    "negative count": ("half", _edit("model.n", _setitem(0, -1.0)),
+                       "(model.n): expected values >= 0"),
+    "negative sum of squares": ("half", _edit("model.yy", _setitem(2, -1.0)),
+                                "(model.yy): expected values >= 0"),
+    "K = 99 with 6 item rows": ("half", lambda pol, a: _with_cfg(a, K=99),
+                                "config_json: K=99, but arg_items holds 6 items"),
+    "K = 99 (known w)": ("known", lambda pol, a: _with_cfg(a, K=99), "K=99"),
+    "precision not symmetric": ("known", _edit("model.prec", _asymmetric),
+                                "the Cholesky factor does not match the precision"),
+    # only the digest sees these: consistent states, other numbers
+    "negated b_a": ("half", _edit("model.ba", lambda a, pol: -a), None),
+    "negated b (known w)": ("known", _edit("model.b", lambda a, pol: -a), None),
+    "a history reward changed": (
+        "half", lambda pol, a: {**a, "history_rewards": a["history_rewards"] + 1.0}, None),
+    "the seed changed": ("half", lambda pol, a: _with_cfg(a, seed=7), None),
+    "the round counter changed": ("known", lambda pol, a: _with_cfg(a, t=3), None),
+    "an extra array": ("half", lambda pol, a: {**a, "extra": np.zeros(2)}, None),
+    "the digest edited": (
+        "half", lambda pol, a: {**a, "digest": a["digest"][::-1].copy()}, None),
+    "the digest as floats": (
+        "half", lambda pol, a: {**a, "digest": a["digest"].astype(float)}, None),
+}
+
+
+@pytest.fixture(scope="module")
+def files(half, known):
+    return {"half": half, "known": known}
+
+
+@pytest.mark.parametrize("case", sorted(EDITS))
+def test_an_edited_file_is_refused(case, files, tmp_path):
+    """As an editor leaves it (the stored digest unchanged): refused, naming the
+    broken invariant where there is one, else the digest."""
+    which, tamper, words = EDITS[case]
+    pol, path0 = files[which]
+    path = tmp_path / "bad.npz"
+    _write(path, tamper(pol, _arrays(path0)))
+    _refused(ValueError, type(pol), path,
+             words or "the file's content does not match its digest (edited or corrupted)")
+
+
+@pytest.mark.parametrize("case", sorted(c for c, v in EDITS.items() if v[2]))
+def test_a_recomputed_digest_still_meets_the_invariants(case, files, tmp_path):
+    which, tamper, words = EDITS[case]
+    pol, path0 = files[which]
+    path = tmp_path / "bad.npz"
+    _write(path, tamper(pol, _arrays(path0)), redigest=True)
+    _refused(ValueError, type(pol), path, words)
+
+
+def test_the_digest_covers_every_array_and_the_configuration(files):
+    _pol, path = files["half"]
+    arrays = _arrays(path)
+    assert _cfg(arrays)["format"] == persist.FORMAT == 4
+    assert bytes(arrays["digest"]).decode() == persist._digest(arrays)
+    assert len(bytes(arrays["digest"])) == 64
+
+
+def test_a_format_4_file_without_its_digest_is_refused(files, tmp_path):
+    _pol, path0 = files["half"]
+    path = tmp_path / "bad.npz"
+    _write(path, {k: v for k, v in _arrays(path0).items() if k != "digest"})
+    _refused(ValueError, br.RankTS, path, "missing digest")
+
+
+@pytest.mark.parametrize("which", ["half", "known"])
+def test_files_from_before_the_digest_load_through_the_checks(which, files, tmp_path):
+    """Format 3 (no digest): a consistent file loads as it was; an inconsistent one
+    is refused by the invariants."""
+    pol, path0 = files[which]
+    old = {k: v for k, v in _with_cfg(_arrays(path0), format=3).items() if k != "digest"}
+    path = tmp_path / "old.npz"
+    _write(path, old)
+    back = type(pol).load(path)
+    assert _same_state(pol, back)
+    np.testing.assert_array_equal(back.select(), type(pol).load(path0).select())
+    _write(path, _edit("items", _reverse_items)(pol, old))
+    _refused(ValueError, type(pol), path, "arg_items")
