@@ -537,6 +537,10 @@ class Policy:
         v = np.asarray(self.v0 if v0 is None else v0, float)
         v = np.broadcast_to(v, lists.shape[:-1] + (d,)).reshape(-1, d)
         flat = jnp.asarray(lists.reshape(-1, self.L), jnp.int32)
+        if flat.shape[0] == 0:  # no lists yet (a fresh policy): p from one dummy list
+            p = self._features_prog(self.state.items, jnp.zeros((1, self.L), jnp.int32),
+                                    jnp.zeros((1, d))).shape[-1]
+            return np.zeros(lists.shape + (p,))
         feats = self._features_prog(self.state.items, flat, jnp.asarray(v))
         return np.asarray(feats).reshape(lists.shape + (-1,))
 

@@ -41,3 +41,21 @@ def test_posterior_datatree_matches_the_policy_state(name):
     np.testing.assert_allclose(dt.observed_data["y"].values, pol.history()[1][:, 2])
     assert az.summary(dt).shape[0] == pol.posterior_mean().shape[1]
     assert az.psense_summary(dt).shape[0] == pol.posterior_mean().shape[1]
+
+
+@pytest.mark.parametrize("latent", [False, True], ids=["known w", "latent w"])
+def test_a_fresh_policy_gives_its_prior(latent):
+    """Before any update the posterior is the prior: theta ~ N(0, 1.5^2 I) (closed
+    form), and for a latent w, w ~ Normal(2, 3) (it crashed on an empty history)."""
+    import numpyro.distributions as dist
+
+    env = br.RankingEnv.paper(seed=0, K=8, L=3, d=3)
+    w = dist.Normal(2.0, 3.0) if latent else env.w
+    pol = br.RankTS(model=br.GaussianLinear(prior_scale=1.5), items=env.items, L=3, w=w)
+    post = pol.posterior(1, draws=4000).posterior
+    theta = np.asarray(post["theta"]).reshape(-1, np.asarray(post["theta"]).shape[-1])
+    np.testing.assert_allclose(theta.mean(0), 0.0, atol=0.1)
+    np.testing.assert_allclose(theta.std(0), 1.5, rtol=0.05)
+    if latent:
+        wd = np.asarray(post["w"]).ravel()
+        assert abs(wd.mean() - 2.0) < 0.2 and abs(wd.std() - 3.0) < 0.2
