@@ -21,7 +21,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_platforms", "cpu")
+# The tests run on the CPU by default (exact float64 references, the C kernel); set
+# BAYESRANK_TEST_PLATFORMS=cuda (or "cuda,cpu") to run them on a GPU: the C-kernel
+# tests then skip with their reason.
+jax.config.update("jax_platforms", os.environ.get("BAYESRANK_TEST_PLATFORMS", "cpu"))
 
 
 #: The test files that take longest on a cold cache, longest first (measured with

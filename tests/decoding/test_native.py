@@ -21,9 +21,14 @@ from bayesrank.decoding.native import (
 )
 from bayesrank.decoding.prefix import ucb_backward_prefix
 
-pytestmark = pytest.mark.skipif(
-    not native.available(),
-    reason="bayesrank.decoding._prefix_scan is not built (no C compiler at install time)")
+pytestmark = [
+    pytest.mark.skipif(
+        not native.available(),
+        reason="bayesrank.decoding._prefix_scan is not built (no C compiler at install time)"),
+    pytest.mark.skipif(
+        jax.default_backend() != "cpu",
+        reason=f"the C kernel is a CPU kernel; the backend is {jax.default_backend()}"),
+]
 
 
 def _assert_exact(inst, to_go, ptr, rtol):
