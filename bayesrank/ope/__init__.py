@@ -17,6 +17,8 @@ pscore_pair          (round, position)   P(a^{l-1} at l-1 and a^l at l);     opt
                                          at l = 0, P(a^1 at position 1)
 pscore_cascade       (round, position)   P(the prefix a^1..a^l)              optional
 items                (item, dim)         the item vectors v_1..v_K           optional
+context              (round,             a user context: extra features of   optional
+                     context_dim)        dm's and pair_dr's reward model
 ===================  ==================  ============================================
 
 Propensities lie in (0, 1]. The attribute ``K`` (the number of items) is set when
@@ -30,9 +32,12 @@ whose message starts with the variable's (or the DataFrame column's) name.
 makes a log by running a logger (:class:`UniformLogger`,
 :class:`EpsilonGreedyLogger`, :class:`SoftmaxLogger`) in a
 :class:`bayesrank.RankingEnv`; :func:`evaluate` estimates a target policy's value
-with the estimators of :data:`ESTIMATORS`: the IPS family, the direct method ``dm``
-(a reward model fitted on the log, :func:`fit_reward_model`, which needs ``items``)
-and the doubly robust ``pair_dr``.
+(or, for the IPS family, the value of a target given by its precomputed
+:class:`TargetProbabilities`) with the estimators of :data:`ESTIMATORS`: the IPS
+family, the direct method ``dm`` (a reward model fitted on the log,
+:func:`fit_reward_model`, which needs ``items``) and the doubly robust ``pair_dr``;
+any object following the :class:`Estimator` protocol (reading one
+:class:`EstimatorInputs`) runs beside them.
 
 Examples:
     >>> import numpy as np
@@ -56,6 +61,8 @@ from bayesrank.ope.estimators import (
     DEFAULT_ESTIMATORS,
     ESTIMATORS,
     MODEL_ESTIMATORS,
+    Estimator,
+    EstimatorInputs,
     cascade_ips,
     evaluate,
     list_ips,
@@ -75,6 +82,7 @@ from bayesrank.ope.obp import from_obp, to_obp
 from bayesrank.ope.parquet import read_parquet, to_parquet
 from bayesrank.ope.target import (
     TargetDraws,
+    TargetProbabilities,
     draw_target,
     target_probabilities,
     true_value,
@@ -86,9 +94,12 @@ __all__ = [
     "MODEL_ESTIMATORS",
     "EpsilonGreedyLogger",
     "Estimate",
+    "Estimator",
+    "EstimatorInputs",
     "RewardModel",
     "SoftmaxLogger",
     "TargetDraws",
+    "TargetProbabilities",
     "UniformLogger",
     "as_log",
     "cascade_ips",

@@ -79,12 +79,15 @@ class _Design(NamedTuple):
     V: np.ndarray  # (K, d) items
     obs: np.ndarray  # (n, L) bool, reward observed
     r: np.ndarray  # (n, L) rewards, NaN -> 0
+    dense: bool = False  # one row per round (X_l (n, p)); the Gram by dense products
 
 
-def design(lists, rewards, v0s, items, groups=None) -> _Design:
+def design(lists, rewards, v0s, items, groups=None, context=None) -> _Design:
     """The pair features of a log, deduplicated per position (no loop over rounds).
 
-    ``groups``: ``(contexts (G, d), inverse (n,))`` of v0s when already known."""
+    ``groups``: ``(contexts (G, d), inverse (n,))`` of v0s when already known.
+    ``context``: (n, c) a user context appended to every position's features
+    (v_{a^l}, v_{a^{l-1}}, context); the rows are then one per round (dense)."""
     lists = np.asarray(lists)
     r = np.asarray(rewards, float)
     L = lists.shape[1]
@@ -92,6 +95,18 @@ def design(lists, rewards, v0s, items, groups=None) -> _Design:
     if groups is None:
         groups = np.unique(np.asarray(v0s, float), axis=0, return_inverse=True)
     contexts, g = groups[0], np.asarray(groups[1]).reshape(-1)
+    if context is not None:
+        ctx = np.asarray(context, float)
+        X, inv, cur, prev, U = [], [], [], [], []
+        for l in range(L):
+            before = g if l == 0 else lists[:, l - 1]
+            U.append(contexts if l == 0 else items)
+            cur.append(lists[:, l])
+            prev.append(before)
+            X.append(np.concatenate([items[lists[:, l]], U[l][before], ctx], axis=1))
+            inv.append(np.arange(lists.shape[0]))
+        obs = ~np.isnan(r)
+        return _Design(X, inv, cur, prev, U, items, obs, np.where(obs, r, 0.0), True)
     X, inv, cur, prev, U = [], [], [], [], []
     for l in range(L):
         before = g if l == 0 else lists[:, l - 1]
@@ -162,7 +177,7 @@ def solve(D: _Design, ridge: float, counts=None):
         else:
             cnt = aggregate(counts_t, D.inv[l], P, D.obs[:, l])
             sr = aggregate(counts_t, D.inv[l], P, D.r[:, l])
-        A = _pair_gram(D, l, cnt) + ridge * np.eye(X.shape[1])
+        A = (_gram(cnt, X) if D.dense else _pair_gram(D, l, cnt)) + ridge * np.eye(X.shape[1])
         coefs.append(np.linalg.solve(A, (sr @ X)[..., None])[..., 0])
         precs.append(A)
     return np.stack(coefs, axis=1), np.stack(precs, axis=1)

@@ -29,11 +29,15 @@ estimate the value of the observed rewards only. ``dm`` and ``pair_dr`` skip the
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
+
 import numpy as np
 import xarray as xr
 
 from bayesrank._validate import check_int, check_real, check_seed
 from bayesrank.ope._common import (
+    Z95,
     Estimate,
     check_items,
     normal_estimate,
@@ -41,7 +45,6 @@ from bayesrank.ope._common import (
 from bayesrank.ope.bootstrap import percentile_interval, resample_counts
 from bayesrank.ope.direct import (
     design,
-    dm,
     dm_bootstrap,
     dm_estimate,
     q_logged,
@@ -49,7 +52,10 @@ from bayesrank.ope.direct import (
     target_features,
 )
 from bayesrank.ope.log import check_log
+from bayesrank.ope.protocol import EVENTS, PSCORE_OF, Estimator, EstimatorInputs
 from bayesrank.ope.target import (
+    TargetDraws,
+    TargetProbabilities,
     check_target_items,
     n_batches_of,
     target_probabilities,
@@ -60,6 +66,9 @@ __all__ = [
     "DEFAULT_ESTIMATORS",
     "ESTIMATORS",
     "Estimate",
+    "Estimator",
+    "EstimatorInputs",
+    "TargetProbabilities",
     "cascade_ips",
     "evaluate",
     "list_ips",
@@ -327,41 +336,157 @@ def pair_dr(rewards, pi_pair, pscore_pair, *, q_logged, q_target,
     return normal_estimate(est, contrib)
 
 
-#: name -> (event, function): every estimator :func:`evaluate` accepts. ``event`` is
-#: the propensity the estimator needs (``pscore_<event>``; None for ``dm``). The IPS
-#: functions take (rewards, pi, pscore, *, self_normalised); ``pair_dr`` also needs
-#: ``q_logged=`` and ``q_target=`` (keywords) and ``dm`` takes (lists, rewards, v0,
-#: items, target_lists) -- see :data:`MODEL_ESTIMATORS`.
+class _IPSEstimator(Estimator):
+    """A built-in IPS estimator: ``fn(rewards, pi, pscore, *, self_normalised)`` of
+    one event."""
+
+    needs_reward_model = False
+    self_normalisable = True
+
+    def __init__(self, name: str, event: str, fn):
+        self.name, self.needs, self.fn = name, (event,), fn
+
+    def estimate(self, inputs: EstimatorInputs) -> Estimate:
+        ev = self.needs[0]
+        return self.fn(inputs.rewards, inputs.pi[ev], inputs.pscore[ev],
+                       self_normalised=inputs.self_normalised)
+
+    def bootstrap(self, inputs: EstimatorInputs, counts) -> np.ndarray:
+        ev = self.needs[0]
+        w = inputs.pi[ev] / inputs.pscore[ev]
+        if w.ndim == 1:
+            w = np.repeat(w[:, None], inputs.rewards.shape[1], axis=1)
+        M, f = _ips_parts(inputs.rewards, w, inputs.self_normalised)
+        return f(counts @ M / inputs.n)
+
+
+class _DirectMethod(Estimator):
+    """The direct method (:func:`dm`) on the reward model of the inputs."""
+
+    name = "dm"
+    needs = ()
+    needs_reward_model = True
+    self_normalisable = False
+
+    def estimate(self, inputs: EstimatorInputs) -> Estimate:
+        m = _model_of(inputs, self.name)
+        est = dm_estimate(m.D, m.coef, m.prec, m.feats, m.inv)
+        if m.batch_of is None:
+            return est
+        # a Monte Carlo batch of draws: the mean predicted total of its lists (summed
+        # as earlier versions did, so that mc_stderr is unchanged to the last bit)
+        v = float(m.batch_values[m.batch_of])
+        return Estimate(v, est.stderr, v - Z95 * est.stderr, v + Z95 * est.stderr)
+
+    def bootstrap(self, inputs: EstimatorInputs, counts) -> np.ndarray:
+        m = _model_of(inputs, self.name)  # refitted on every resample
+        return dm_bootstrap(m.D, m.ridge, m.feats, m.inv, counts)
+
+
+class _PairDR(Estimator):
+    """:func:`pair_dr` with the reward model's predictions of the inputs (held fixed
+    in the bootstrap, as Open Bandit Pipeline does)."""
+
+    name = "pair_dr"
+    needs = ("pair",)
+    needs_reward_model = True
+    self_normalisable = True
+
+    def estimate(self, inputs: EstimatorInputs) -> Estimate:
+        return pair_dr(inputs.rewards, inputs.pi["pair"], inputs.pscore["pair"],
+                       q_logged=inputs.q_logged, q_target=inputs.q_target,
+                       self_normalised=inputs.self_normalised)
+
+    def bootstrap(self, inputs: EstimatorInputs, counts) -> np.ndarray:
+        M, f = _dr_parts(*_dr_terms(inputs.rewards, inputs.pi["pair"],
+                                    inputs.pscore["pair"], inputs.q_logged,
+                                    inputs.q_target), inputs.self_normalised)
+        return f(counts @ M / inputs.n)
+
+
+def _model_of(inputs, name):
+    m = inputs.reward_model
+    if m is None:
+        raise ValueError(f"{name}: needs the fitted reward model (inputs.reward_model)")
+    return m
+
+
+#: name -> :class:`Estimator`: the built-in estimators :func:`evaluate` accepts by
+#: name (each ``needs`` one event's probabilities; ``dm`` and ``pair_dr`` read the
+#: reward model, :data:`MODEL_ESTIMATORS`).
 ESTIMATORS = {
-    "dm": (None, dm),
-    "list_ips": ("list", list_ips),
-    "position_ips": ("position", position_ips),
-    "cascade_ips": ("cascade", cascade_ips),
-    "pair_ips": ("pair", pair_ips),
-    "pair_dr": ("pair", pair_dr),
+    "dm": _DirectMethod(),
+    "list_ips": _IPSEstimator("list_ips", "list", list_ips),
+    "position_ips": _IPSEstimator("position_ips", "position", position_ips),
+    "cascade_ips": _IPSEstimator("cascade_ips", "prefix", cascade_ips),
+    "pair_ips": _IPSEstimator("pair_ips", "pair", pair_ips),
+    "pair_dr": _PairDR(),
 }
 #: the estimators that fit the reward model (they need the item vectors)
-MODEL_ESTIMATORS = ("dm", "pair_dr")
+MODEL_ESTIMATORS = tuple(k for k, e in ESTIMATORS.items() if e.needs_reward_model)
 #: the default of :func:`evaluate` (DESIGN.md)
 DEFAULT_ESTIMATORS = ("dm", "list_ips", "position_ips", "cascade_ips", "pair_ips", "pair_dr")
 CI_METHODS = ("normal", "bootstrap")
+_ATTRS = ("name", "needs", "needs_reward_model", "estimate", "bootstrap")
 
 
-def _check_estimators(estimators, log) -> tuple:
-    if isinstance(estimators, str):
+def _check_estimator_object(e) -> None:
+    """Refuse an object that does not follow the :class:`Estimator` protocol."""
+    for attr in _ATTRS:
+        if not hasattr(e, attr):
+            raise TypeError(
+                f"estimators: {e!r} has no {attr!r}; an estimator needs "
+                f"{', '.join(_ATTRS)} (see bayesrank.ope.Estimator)"
+            )
+    if not isinstance(e.name, str) or not e.name:
+        raise TypeError(f"estimators: {e!r} has name {e.name!r}, expected a non-empty str")
+    needs = e.needs
+    if isinstance(needs, str) or not isinstance(needs, (tuple, list)) or any(
+            ev not in EVENTS for ev in needs):
+        raise ValueError(
+            f"estimators: {e.name!r} needs {needs!r}, expected a tuple of events from "
+            f"{list(EVENTS)}"
+        )
+    if not isinstance(e.needs_reward_model, (bool, np.bool_)):
+        raise TypeError(f"estimators: {e.name!r} has needs_reward_model "
+                        f"{e.needs_reward_model!r}, expected a bool")
+    for attr in ("estimate", "bootstrap"):
+        if not callable(getattr(e, attr)):
+            raise TypeError(f"estimators: {e.name!r}.{attr} is not callable")
+
+
+def _check_estimators(estimators, log) -> list:
+    """The estimators of a call as objects (names resolved through ESTIMATORS)."""
+    if isinstance(estimators, (str, Estimator)):
         estimators = (estimators,)
-    estimators = tuple(estimators)
+    try:
+        estimators = tuple(estimators)
+    except TypeError:
+        raise TypeError(
+            f"estimators: expected names or Estimator objects, got "
+            f"{type(estimators).__name__}"
+        ) from None
     if not estimators:
         raise ValueError("estimators: expected at least one estimator name")
-    for i, name in enumerate(estimators):
-        if not isinstance(name, str) or name not in ESTIMATORS:
-            raise ValueError(f"estimators: unknown {name!r}; expected one of {list(ESTIMATORS)}")
-        event = ESTIMATORS[name][0]
-        if event is not None and f"pscore_{event}" not in log:
-            raise ValueError(f"pscore_{event}: missing from the log, needed by {name}")
-        if name in estimators[:i]:
-            raise ValueError(f"estimators: {name!r} given twice (one row per estimator)")
-    return estimators
+    out, seen = [], set()
+    for e in estimators:
+        if isinstance(e, str):
+            if e not in ESTIMATORS:
+                raise ValueError(
+                    f"estimators: unknown {e!r}; expected one of {list(ESTIMATORS)} or "
+                    "an Estimator object"
+                )
+            e = ESTIMATORS[e]
+        else:
+            _check_estimator_object(e)
+        if e.name in seen:
+            raise ValueError(f"estimators: {e.name!r} given twice (one row per estimator)")
+        seen.add(e.name)
+        for ev in e.needs:
+            if PSCORE_OF[ev] not in log:
+                raise ValueError(f"{PSCORE_OF[ev]}: missing from the log, needed by {e.name}")
+        out.append(e)
+    return out
 
 
 def _items_for(log, target, items) -> np.ndarray:
@@ -382,18 +507,102 @@ def _items_for(log, target, items) -> np.ndarray:
 
 
 class _Model:
-    """The reward model of a log and the target's predictions (for dm, pair_dr)."""
+    """The reward model of a log and the target's predictions (for dm, pair_dr).
 
-    def __init__(self, log, draws, items, ridge, B):
-        self.D = design(log["lists"].values, log["rewards"].values, log["v0"].values, items,
-                        groups=(draws.contexts, draws.inverse))
+    Attributes: D (the log's design), coef, prec, ridge, inv (each round's context
+    group), feats (G, L, p) the target's mean features, q_logged, q_target (n, L)
+    and per Monte Carlo batch feats_b, q_target_b (B, ...)."""
+
+    def __init__(self, lists, rewards, v0s, draws, items, ridge, B, context=None):
+        self.D = design(lists, rewards, v0s, items, groups=(draws.contexts, draws.inverse),
+                        context=context)
         coef, prec = solve(self.D, ridge)
         self.coef, self.prec, self.ridge, self.inv = coef[0], prec[0], ridge, draws.inverse
         bid = np.arange(draws.lists.shape[1]) % B
-        self.feats, feats_b = target_features(draws.lists, draws.contexts, items, bid, B)
+        self.feats, self.feats_b = target_features(draws.lists, draws.contexts, items, bid, B)
+        if context is not None:  # groups of (v0, context): the context appended
+            keys = np.concatenate([draws.inverse[:, None].astype(float), context], axis=1)
+            uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+            g, ctx = uniq[:, 0].astype(np.int64), uniq[:, 1:]
+            L = self.feats.shape[1]
+            c = np.broadcast_to(ctx[:, None, :], (len(g), L, ctx.shape[1]))
+            self.feats = np.concatenate([self.feats[g], c], axis=-1)
+            self.feats_b = np.concatenate(
+                [self.feats_b[:, g], np.broadcast_to(c, (B, *c.shape))], axis=-1)
+            self.inv = inv.reshape(-1)
         self.q_target = np.einsum("glp,lp->gl", self.feats, self.coef)[self.inv]
-        self.q_target_b = np.einsum("bglp,lp->bgl", feats_b, self.coef)[:, self.inv]
+        self.q_target_b = np.einsum("bglp,lp->bgl", self.feats_b, self.coef)[:, self.inv]
         self.q_logged = q_logged(self.D, self.coef)
+        self.batch_of = None  # the batch index of a batch's model
+        self.batch_values = self.q_target_b.sum(axis=2).mean(axis=1)  # (B,) dm per batch
+
+    def batch(self, b: int) -> _Model:
+        """The model with the target's features of Monte Carlo batch b."""
+        out = copy.copy(self)
+        out.feats, out.q_target = self.feats_b[b], self.q_target_b[b]
+        out.batch_of = b
+        return out
+
+
+def fit_inputs_model(lists, rewards, v0s, draws: TargetDraws, items, ridge=1.0,
+                     n_batches: int = 1, context=None) -> _Model:
+    """The reward model of :class:`EstimatorInputs` (``reward_model``, with its
+    ``q_logged`` and ``q_target``) for a log's arrays and the target's draws;
+    ``context`` (n, c): extra features of every position."""
+    return _Model(np.asarray(lists), np.asarray(rewards, float), np.asarray(v0s, float),
+                  draws, items, ridge, n_batches, context)
+
+
+def _context_of(log):
+    """The log's ``context`` (n, c) float array, checked, or None."""
+    if "context" not in log:
+        return None
+    da = log["context"]
+    if da.ndim != 2 or da.dims[0] != "round":
+        raise ValueError(f"context: expected dims ('round', context_dim), got {da.dims}")
+    a = _real(da.values, "context")
+    if not np.isfinite(a).all():
+        raise ValueError("context: expected finite values, found NaN or inf")
+    return a
+
+
+def _target_kind(target) -> str:
+    if isinstance(target, (TargetProbabilities, Mapping)):
+        return "probabilities"
+    if callable(getattr(target, "select_batch", None)):
+        return "policy"
+    raise TypeError(
+        f"target: expected a policy with select_batch(v0) or its probabilities "
+        f"(TargetProbabilities or a mapping), got {type(target).__name__}"
+    )
+
+
+def _given_probabilities(target, log) -> dict:
+    """The target's given probabilities, checked in shape against the log and in [0, 1]."""
+    if isinstance(target, TargetProbabilities):
+        given = {k: v for k, v in target._asdict().items() if v is not None}
+    else:
+        given = {}
+        for k, v in target.items():
+            ev = "prefix" if k == "cascade" else k
+            if ev not in EVENTS:
+                raise ValueError(
+                    f"target: unknown probabilities {k!r}; expected keys from {list(EVENTS)}"
+                )
+            if v is not None:
+                given[ev] = v
+    if not given:
+        raise ValueError(f"target: no probabilities given; expected some of {list(EVENTS)}")
+    n, L = log["lists"].shape
+    out = {}
+    for ev, v in given.items():
+        a = _real(v, f"target.{ev}")
+        shape = (n,) if ev == "list" else (n, L)
+        if a.shape != shape:
+            raise ValueError(f"target.{ev}: expected shape {shape} (the log's rounds), "
+                             f"got {a.shape}")
+        out[ev] = _check_probs(a, f"target.{ev}", pscore=False)
+    return out
 
 
 def evaluate(
@@ -418,20 +627,31 @@ def evaluate(
             chosen estimators need.
         target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` (a bayesrank
             policy, evaluated frozen: it is never updated and its state and round
-            counter are restored).
-        estimators: names from :data:`ESTIMATORS`; default ("dm", "list_ips",
+            counter are restored); or the target's precomputed probabilities of the
+            logged lists' events: a :class:`TargetProbabilities` or a mapping with
+            keys from "list", "position", "prefix" (or "cascade", as
+            :func:`target_probabilities` names it), "pair". With probabilities the
+            estimators needing the reward model (dm, pair_dr) are refused, and the
+            default estimators are those the given probabilities allow.
+        estimators: names from :data:`ESTIMATORS` and/or :class:`Estimator` objects
+            (each one row, named by its ``name``); default ("dm", "list_ips",
             "position_ips", "cascade_ips", "pair_ips", "pair_dr").
         n_draws: Monte Carlo draws per distinct v0 for a random target (drawn once
             and shared by every estimator).
-        self_normalised: use the self-normalised (SNIPS) variants (dm has none).
+        self_normalised: use the self-normalised (SNIPS) variants (dm has none;
+            passed to every estimator as ``inputs.self_normalised``).
         n_batches: batches of draws for the Monte Carlo error.
         deterministic: see :func:`target_probabilities`.
         items: (K, d) item vectors for dm and pair_dr; None: the log's ``items``
             variable, else ``target.items``.
-        ridge: the reward model's ridge penalty (:func:`fit_reward_model`).
+        ridge: the reward model's ridge penalty (:func:`fit_reward_model`). When
+            the log has a ``context`` variable (round, context_dim) (e.g. obp's
+            context, stored by :func:`from_obp`), the model's features of every
+            position are (v_{a^l}, v_{a^{l-1}}, context): a ridge regression on one
+            row per round.
         ci: "normal" (estimate +- 1.96 stderr) or "bootstrap" (percentile bootstrap
-            over rounds: dm refits the model on every resample; pair_dr holds it
-            fixed, as Open Bandit Pipeline does).
+            over rounds, each estimator's ``bootstrap``: dm refits the model on
+            every resample; pair_dr holds it fixed, as Open Bandit Pipeline does).
         n_boot: bootstrap replicates.
         seed: seed of the bootstrap resamples.
 
@@ -440,7 +660,9 @@ def evaluate(
         sampling error of the log, analytic whatever ``ci``), ``ci_low``,
         ``ci_high`` (95 %) and ``mc_stderr`` (the Monte Carlo error of the target's
         probabilities: the sd of the estimates over the batches of draws /
-        sqrt(batches); 0 when the target is deterministic).
+        sqrt(batches); 0 when the target is deterministic or given as
+        probabilities). The attribute ``deterministic`` is -1 when the target was
+        given as probabilities (``n_draws`` then 0).
 
     Examples:
         >>> import numpy as np
@@ -467,71 +689,104 @@ def evaluate(
             "rewards: every reward of the log is NaN (no position observed): nothing to "
             "estimate from"
         )
-    estimators = _check_estimators(estimators, log)
+    kind = _target_kind(target)
+    given = _given_probabilities(target, log) if kind == "probabilities" else None
+    if given is not None and estimators is DEFAULT_ESTIMATORS:
+        estimators = tuple(k for k in DEFAULT_ESTIMATORS
+                           if not ESTIMATORS[k].needs_reward_model
+                           and set(ESTIMATORS[k].needs) <= set(given))
+        if not estimators:
+            raise ValueError(f"target: the given probabilities ({sorted(given)}) allow none "
+                             "of the default estimators; name them in estimators=")
+    ests = _check_estimators(estimators, log)
     self_normalised = _check_flag(self_normalised, "self_normalised")
     if not isinstance(ci, str) or ci not in CI_METHODS:
         raise ValueError(f"ci: expected one of {list(CI_METHODS)}, got {ci!r}")
     n_boot = check_int(n_boot, "n_boot", low=1)
     seed = check_seed(seed)
     n_batches = check_int(n_batches, "n_batches", low=1)
-    needs_model = any(e in MODEL_ESTIMATORS for e in estimators)
+    if given is not None:
+        for e in ests:
+            if e.needs_reward_model:
+                raise ValueError(
+                    f"target: {e.name} needs the target's lists (its reward model predicts "
+                    "their rewards), but the target was given as probabilities: pass the "
+                    "policy itself"
+                )
+            for ev in e.needs:
+                if ev not in given:
+                    raise ValueError(
+                        f"target: no {ev!r} probabilities given, needed by {e.name}")
+    needs_model = any(e.needs_reward_model for e in ests)
     if needs_model:
         ridge = check_real(ridge, "ridge", low=0, inclusive="neither")
         items = _items_for(log, target, items)
-    probs, batch, det, draws = target_probabilities(
-        log, target, n_draws=n_draws, n_batches=n_batches, deterministic=deterministic,
-        return_draws=True,
-    )
-    if needs_model:  # the item vectors' rows are the catalogue when the log has no K
-        check_target_items(draws.lists, items.shape[0])
-    B = n_batches_of(draws, n_batches)
-    model = _Model(log, draws, items, ridge, B) if needs_model else None
+        context = _context_of(log)
     rewards = log["rewards"].values
     n = rewards.shape[0]
-    rows, parts = [], {}
-    for name in estimators:
-        event, fn = ESTIMATORS[name]
-        if name == "dm":
-            est = dm_estimate(model.D, model.coef, model.prec, model.feats, model.inv)
-            reps = model.q_target_b.sum(axis=2).mean(axis=1)
-        else:
-            ps = log[f"pscore_{event}"].values
-            kw = {"self_normalised": self_normalised}
-            pis = [probs[event], *batch[event]]
-            if name == "pair_dr":
-                qts = [model.q_target, *model.q_target_b]
-                ests = [fn(rewards, pi, ps, q_logged=model.q_logged, q_target=qt, **kw)
-                        for pi, qt in zip(pis, qts)]  # full draws, then <= B batches
-                parts[name] = _dr_parts(*_dr_terms(rewards, probs[event], ps,
-                                                   model.q_logged, model.q_target),
-                                        self_normalised)
-            else:
-                ests = [fn(rewards, pi, ps, **kw) for pi in pis]
-                p = probs[event] / ps if event != "list" else np.repeat(
-                    (probs[event] / ps)[:, None], rewards.shape[1], axis=1)
-                parts[name] = _ips_parts(rewards, p, self_normalised)
-            est, reps = ests[0], np.array([e.estimate for e in ests[1:]])
+    pscore = {ev: log[var].values for ev, var in PSCORE_OF.items() if var in log}
+    if given is None:
+        probs, batch, det, draws = target_probabilities(
+            log, target, n_draws=n_draws, n_batches=n_batches, deterministic=deterministic,
+            return_draws=True,
+        )
+        if needs_model:  # the item vectors' rows are the catalogue when the log has no K
+            check_target_items(draws.lists, items.shape[0])
+        B = n_batches_of(draws, n_batches)
+        model = fit_inputs_model(log["lists"].values, rewards, log["v0"].values, draws,
+                                 items, ridge, B, context) if needs_model else None
+        key = {ev: "cascade" if ev == "prefix" else ev for ev in EVENTS}
+        pi = {ev: probs[key[ev]] for ev in EVENTS}
+        inputs = EstimatorInputs(rewards, pscore, pi, self_normalised,
+                                 *((model.q_logged, model.q_target, model) if model
+                                   else (None, None, None)))
+        batches = [inputs._replace(
+            pi={ev: batch[key[ev]][b] for ev in EVENTS},
+            **({"q_target": model.q_target_b[b], "reward_model": model.batch(b)}
+               if model else {})) for b in range(B)]
+    else:
+        det, inputs, batches = -1, EstimatorInputs(rewards, pscore, given, self_normalised), []
+        n_draws = 0
+    rows = []
+    for e in ests:
+        est = _as_estimate(e.estimate(inputs), e.name)
+        reps = np.array([_as_estimate(e.estimate(b), e.name)[0] for b in batches])
         mc = float(np.std(reps, ddof=1) / np.sqrt(len(reps))) if len(reps) > 1 else 0.0
         rows.append([*est, mc])
     a = np.array(rows, float)
     if ci == "bootstrap":
-        boot = {name: [] for name in estimators}
+        boot = [[] for _ in ests]
         for counts in resample_counts(n, n_boot, seed):  # a few chunks of replicates
-            for name in estimators:
-                if name == "dm":
-                    boot[name].append(dm_bootstrap(model.D, model.ridge, model.feats,
-                                                   model.inv, counts))
-                else:
-                    M, f = parts[name]
-                    boot[name].append(f(counts @ M / n))
-        for i, name in enumerate(estimators):
-            a[i, 2:4] = percentile_interval(np.concatenate(boot[name]))
+            for i, e in enumerate(ests):
+                reps = np.asarray(e.bootstrap(inputs, counts), float).reshape(-1)
+                if reps.shape[0] != counts.shape[0]:
+                    raise ValueError(
+                        f"estimators: {e.name}.bootstrap returned {reps.shape[0]} "
+                        f"replicates for {counts.shape[0]} resamples"
+                    )
+                boot[i].append(reps)
+        for i in range(len(ests)):
+            a[i, 2:4] = percentile_interval(np.concatenate(boot[i]))
     out = xr.Dataset(
         {v: ("estimator", a[:, i]) for i, v in
          enumerate(("estimate", "stderr", "ci_low", "ci_high", "mc_stderr"))},
-        coords={"estimator": list(estimators)},
+        coords={"estimator": [e.name for e in ests]},
     )
     out.attrs.update(n_rounds=int(n), n_draws=int(n_draws),
                      self_normalised=int(bool(self_normalised)), deterministic=int(det),
                      ci=ci, n_boot=int(n_boot) if ci == "bootstrap" else 0)
     return out
+
+
+def _as_estimate(est, name: str) -> tuple:
+    """An estimator's result as a 4-tuple of floats, or a TypeError naming it."""
+    try:
+        t = tuple(float(x) for x in est)
+    except (TypeError, ValueError):
+        t = ()
+    if len(t) != 4:
+        raise TypeError(
+            f"estimators: {name}.estimate returned {est!r}, expected an Estimate "
+            "(estimate, stderr, ci_low, ci_high)"
+        )
+    return t

@@ -12,6 +12,7 @@ from bayesrank._validate import check_int
 
 __all__ = [
     "TargetDraws",
+    "TargetProbabilities",
     "check_target_items",
     "draw_target",
     "target_probabilities",
@@ -102,6 +103,38 @@ class TargetDraws(NamedTuple):
     inverse: np.ndarray  # (n,)
     lists: np.ndarray  # (G, m, L)
     deterministic: bool
+
+
+class TargetProbabilities(NamedTuple):
+    """A target's precomputed probabilities of each logged list's events.
+
+    Pass it to :func:`~bayesrank.ope.evaluate` instead of a policy (e.g. from
+    another library or an exact computation). Any subset of the fields may be
+    given (None: not known); an estimator that needs a missing one is refused.
+    The direct method and ``pair_dr`` need the target's lists (the reward model
+    predicts their rewards) and are refused.
+
+    Attributes:
+        list: (n,) the target's P(the whole logged list).
+        position: (n, L) P(a^l at position l).
+        prefix: (n, L) P(the prefix a^1..a^l) (the "cascade" event).
+        pair: (n, L) P(a^{l-1} at l-1 and a^l at l); at l = 0 P(a^1 at 1).
+
+    Examples:
+        >>> import numpy as np
+        >>> from bayesrank.ope import TargetProbabilities, as_log, evaluate
+        >>> log = as_log(np.array([[0], [1]]), np.array([[1.0], [0.0]]), np.zeros(2),
+        ...              pscore_list=np.full(2, 0.5))
+        >>> res = evaluate(log, TargetProbabilities(list=np.array([1.0, 0.0])),
+        ...                ["list_ips"])
+        >>> float(res.estimate.sel(estimator="list_ips"))  # mean of (1 / 0.5) 1 and 0
+        1.0
+    """
+
+    list: np.ndarray | None = None
+    position: np.ndarray | None = None
+    prefix: np.ndarray | None = None
+    pair: np.ndarray | None = None
 
 
 def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws:

@@ -231,8 +231,9 @@ def test_the_default_estimators_are_the_design_tuple_and_all_registered(results)
     assert DEFAULT_ESTIMATORS == design
     assert tuple(results[0].estimator.values) == design
     assert set(design) <= set(ESTIMATORS)
-    for event, fn in ESTIMATORS.values():
-        assert callable(fn) and event in (None, "list", "position", "pair", "cascade")
+    for name, est in ESTIMATORS.items():
+        assert isinstance(est, br.ope.Estimator) and est.name == name
+        assert set(est.needs) <= {"list", "position", "prefix", "pair"}
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 The study itself runs in :mod:`bayesrank.studies.ope.study`. Loggers are a registry
 (:data:`LOGGERS`); the estimators are every entry of :data:`bayesrank.ope.ESTIMATORS`
 at run time, each with its self-normalised variant where the estimator has one
-(:func:`estimator_variants`).
+(:func:`estimator_variants`), called through the
+:class:`bayesrank.ope.Estimator` protocol.
 
 Example:
     >>> from bayesrank.studies.ope import config as ope_config
@@ -16,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import numbers
 from collections.abc import Callable
 from typing import NamedTuple
@@ -31,7 +31,6 @@ __all__ = [
     "FULL",
     "LOGGERS",
     "QUICK",
-    "ROUTES",
     "FixedListEpsilonGreedy",
     "LoggerEntry",
     "OPEStudyConfig",
@@ -187,10 +186,6 @@ def build_logger(name: str, env, cfg: OPEStudyConfig):
     return LOGGERS[name].build(env, cfg)
 
 
-#: how the study calls an estimator (see :class:`Variant`)
-ROUTES = ("ips", "dm", "dr", "evaluate")
-
-
 class Variant(NamedTuple):
     """One estimator of the study: a registry entry, plain or self-normalised.
 
@@ -198,84 +193,45 @@ class Variant(NamedTuple):
         label: the name in the results (``"pair_ips"``, ``"pair_ips_sn"``).
         name: its key in :data:`bayesrank.ope.ESTIMATORS`.
         self_normalised: the self-normalised variant.
-        route: how the study calls it, judged from the function's signature:
-            ``"ips"``: ``fn(rewards, pi_<event>, pscore_<event>, *,
-            self_normalised)`` with no other required argument, called with the
-            target's exact probabilities; ``"dm"``: ``fn(lists, rewards, v0, items,
-            target_lists)`` (the direct method); ``"dr"``: an IPS signature that
-            also takes the reward model's predictions ``q_logged`` and ``q_target``
-            (from :func:`bayesrank.ope.fit_reward_model`, fitted once per log);
-            ``"evaluate"``: anything else, through :func:`bayesrank.ope.evaluate`.
-        model: True when the estimator fits a reward model (routes "dm" and "dr",
-            and model estimators routed through evaluate); the study runs those
-            only up to ``cfg.model_max_n`` rounds.
+        model: True when the estimator reads the reward model
+            (``needs_reward_model``); the study runs those only up to
+            ``cfg.model_max_n`` rounds.
+        estimator: the :class:`bayesrank.ope.Estimator` itself; the study calls its
+            ``estimate`` on each log's :class:`bayesrank.ope.EstimatorInputs`.
     """
 
     label: str
     name: str
     self_normalised: bool
-    route: str
     model: bool = False
+    estimator: object = None
 
 
-def _params(fn) -> dict:
-    try:
-        return dict(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return {}
-
-
-def _route(event, params: dict) -> str:
-    names = list(params)
-    required = {
-        k
-        for k, p in params.items()
-        if p.default is inspect.Parameter.empty
-        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    }
-    ips = names[:3] == ["rewards", f"pi_{event}", f"pscore_{event}"]
-    if ips and not required - set(names[:3]):
-        return "ips"
-    if ips and required - set(names[:3]) == {"q_logged", "q_target"}:
-        return "dr"
-    if names[:5] == ["lists", "rewards", "v0", "items", "target_lists"] and not (
-        required - set(names[:5])
-    ):
-        return "dm"
-    return "evaluate"
-
-
-def estimator_variants(registry=None, model_names=None) -> list[Variant]:
+def estimator_variants(registry=None) -> list[Variant]:
     """Every estimator of the registry, in registry order, each followed by its
-    self-normalised variant when its function takes ``self_normalised``.
+    self-normalised variant when it has one (``self_normalisable``).
 
     Args:
-        registry: default :data:`bayesrank.ope.ESTIMATORS` (name -> (event, fn)).
-        model_names: the names that fit a reward model; default
-            ``bayesrank.ope.MODEL_ESTIMATORS`` where it exists, else none.
+        registry: name -> :class:`bayesrank.ope.Estimator`; default
+            :data:`bayesrank.ope.ESTIMATORS`.
 
     Example:
-        >>> def ips(rewards, pi_list, pscore_list, *, self_normalised=False): ...
-        >>> [(v.label, v.route) for v in estimator_variants({"x": ("list", ips)})]
-        [('x', 'ips'), ('x_sn', 'ips')]
+        >>> from bayesrank.ope import Estimator
+        >>> class X(Estimator):
+        ...     name, needs, self_normalisable = "x", ("list",), True
+        >>> [(v.label, v.model) for v in estimator_variants({"x": X()})]
+        [('x', False), ('x_sn', False)]
     """
     from bayesrank import ope
 
     if registry is None:
         registry = ope.ESTIMATORS
-    if model_names is None:
-        model_names = getattr(ope, "MODEL_ESTIMATORS", ())
     out = []
-    for name, entry in registry.items():
-        event, fn = entry[0], entry[1]
-        params = _params(fn)
-        route = _route(event, params)
-        if route == "dr" and not hasattr(ope, "fit_reward_model"):
-            route = "evaluate"
-        model = route in ("dm", "dr") or name in model_names
-        out.append(Variant(name, name, False, route, model))
-        if "self_normalised" in params:
-            out.append(Variant(f"{name}_sn", name, True, route, model))
+    for name, est in registry.items():
+        model = bool(est.needs_reward_model)
+        out.append(Variant(name, name, False, model, est))
+        if getattr(est, "self_normalisable", False):
+            out.append(Variant(f"{name}_sn", name, True, model, est))
     return out
 
 

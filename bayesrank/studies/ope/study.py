@@ -16,12 +16,11 @@ each. It writes
 * ``rmse.png`` (RMSE against n, log-log), ``coverage.png`` (95 % interval coverage)
   and ``report.md`` (:mod:`bayesrank.studies.ope.report`).
 
-The generic IPS estimators are called directly on each log's arrays with the
-target's exact probabilities (0/1 indicators, :func:`target_event_probs`); any other
-registry entry is called by its route
-(:class:`~bayesrank.studies.ope.config.Variant`): the direct method and doubly robust
-estimators with one reward-model fit per log, anything else through
-:func:`bayesrank.ope.evaluate` (a test checks that every route equals ``evaluate``).
+Every estimator runs through the :class:`bayesrank.ope.Estimator` protocol on each
+log's arrays with the target's exact probabilities (0/1 indicators,
+:func:`target_event_probs`) and, for the direct method and doubly robust estimators,
+one reward-model fit per log (a test checks that the results equal
+:func:`bayesrank.ope.evaluate`'s).
 Logs are generated a chunk of ~10^5 rounds at a time, vectorised over rounds.
 
 Example:
@@ -204,13 +203,12 @@ def log_estimates(
 ) -> np.ndarray:
     """(V, 4) estimate, stderr, ci_low, ci_high of every variant on one log.
 
-    Each variant is called by its route
-    (:class:`~bayesrank.studies.ope.config.Variant`): IPS estimators with
-    :func:`target_event_probs`; the direct method with the target's list in every
-    round; doubly robust ones with the predictions of one
-    :func:`bayesrank.ope.fit_reward_model` fit per log; anything else through
-    :func:`bayesrank.ope.evaluate` (one call per normalisation). Model routes need
-    the item vectors ``items`` (K, d).
+    Every variant runs through the :class:`bayesrank.ope.Estimator` protocol: one
+    :class:`bayesrank.ope.EstimatorInputs` per normalisation holds the log's
+    arrays, the target's exact probabilities (:func:`target_event_probs`) and,
+    when a variant reads the reward model, one fit per log with the target's list
+    in every round (this needs the item vectors ``items`` (K, d)). The results
+    equal :func:`bayesrank.ope.evaluate`'s (a test checks it).
 
     Args:
         lists: (n, L) the logged lists.
@@ -228,7 +226,7 @@ def log_estimates(
         >>> env = build_env(QUICK, 4, 2, 0.0)
         >>> logger = build_logger("uniform", env, QUICK)
         >>> lists, rewards, ps = next(simulate_logs(env, logger, 400, 1, 0))
-        >>> ips = [v for v in estimator_variants() if v.route == "ips"]
+        >>> ips = [v for v in estimator_variants() if not v.model]
         >>> target = np.asarray(env.best()[0])
         >>> out = log_estimates(lists, rewards, ps, target, ips, K=4, v0=env.v0)
         >>> out.shape  # (variants, (estimate, stderr, ci_low, ci_high))
@@ -236,54 +234,32 @@ def log_estimates(
         >>> bool(np.all((out[:, 2] <= out[:, 0]) & (out[:, 0] <= out[:, 3])))
         True
     """
+    from bayesrank.ope.estimators import fit_inputs_model
+    from bayesrank.ope.protocol import PSCORE_OF
+
     out = np.full((len(variants), len(STATS)), np.nan)
     probs = target_event_probs(lists, target)
+    pi = {ev: probs["cascade" if ev == "prefix" else ev] for ev in PSCORE_OF}
+    pscore = {ev: pscores[var] for ev, var in PSCORE_OF.items() if var in pscores}
     v0 = np.asarray(v0, float)
-    model = None
-    rest = []
+    rewards = np.asarray(rewards, float)
+    model = (None, None, None)
+    if any(v.model for v in variants):
+        if items is None:
+            raise ValueError(
+                "items: the reward-model estimators "
+                f"{sorted({v.name for v in variants if v.model})} need the item vectors"
+            )
+        target = np.asarray(target, np.int64)
+        draws = ope.TargetDraws(v0[None], np.zeros(len(lists), np.int64),
+                                target[None, None], True)
+        m = fit_inputs_model(lists, rewards, np.broadcast_to(v0, (len(lists), v0.size)),
+                             draws, np.asarray(items, float))
+        model = (m.q_logged, m.q_target, m)
+    inputs = {sn: ope.EstimatorInputs(rewards, pscore, pi, sn, *model)
+              for sn in (False, True)}
     for i, v in enumerate(variants):
-        event, fn = ope.ESTIMATORS[v.name][:2]
-        sn = {"self_normalised": True} if v.self_normalised else {}
-        if v.route == "ips":
-            est = fn(rewards, probs[event], pscores[f"pscore_{event}"], **sn)
-        elif v.route == "dm":
-            est = fn(lists, rewards, v0, items, np.broadcast_to(target, lists.shape))
-        elif v.route == "dr":
-            if model is None:
-                model = ope.fit_reward_model(lists, rewards, v0, items)
-                q_logged = model.predict(lists, v0)
-                q_target = np.broadcast_to(model.predict(target[None], v0), lists.shape)
-            est = fn(
-                rewards,
-                probs[event],
-                pscores[f"pscore_{event}"],
-                q_logged=q_logged,
-                q_target=q_target,
-                **sn,
-            )
-        else:
-            rest.append(i)
-            continue
-        out[i] = tuple(est)[: len(STATS)]
-    if rest:
-        log = ope.as_log(lists, rewards, v0, **pscores, K=K)
-        tgt = FixedListTarget(target)
-        kw = {} if items is None else {"items": np.asarray(items, float)}
-        for sn in (False, True):
-            idx = [i for i in rest if variants[i].self_normalised == sn]
-            if not idx:
-                continue
-            ds = ope.evaluate(
-                log,
-                tgt,
-                estimators=[variants[i].name for i in idx],
-                self_normalised=sn,
-                deterministic=True,
-                **kw,
-            )
-            for i in idx:
-                row = ds.sel(estimator=variants[i].name)
-                out[i] = [float(row[s]) for s in STATS]
+        out[i] = tuple(v.estimator.estimate(inputs[v.self_normalised]))[: len(STATS)]
     return out
 
 

@@ -254,17 +254,23 @@ def test_log_estimates_equal_plain_numpy_and_evaluate():
     pscore = dict(ps)
     pscore["pscore_list"] = np.repeat(ps["pscore_list"][:, None], 3, axis=1)
     checked = 0
+    events = {"list": "list", "position": "position", "prefix": "cascade", "pair": "pair"}
     for i, v in enumerate(variants):
-        event = br.ope.ESTIMATORS[v.name][0]
-        if v.route == "ips" and event in pi:
+        est = br.ope.ESTIMATORS[v.name]
+        if not est.needs_reward_model:
+            event = events[est.needs[0]]
             w = pi[event] / pscore[f"pscore_{event}"]
             assert got[i, 0] == pytest.approx(plain_ips(rewards, w, v.self_normalised))
             checked += 1
     assert checked >= 8
-    # every route equals the library's own evaluate()
-    through = [v._replace(route="evaluate") for v in variants]
-    ref = ope_study.log_estimates(lists, rewards, ps, target, through, **kw)
-    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
+    # every estimator equals the library's own evaluate()
+    log = br.ope.as_log(lists, rewards, kw["v0"], **ps, K=4)
+    for i, v in enumerate(variants):
+        ds = br.ope.evaluate(log, ope_study.FixedListTarget(target), [v.name],
+                             self_normalised=v.self_normalised, deterministic=True,
+                             items=kw["items"])
+        ref = [float(ds[s].sel(estimator=v.name)) for s in ope_study.STATS]
+        np.testing.assert_allclose(got[i], ref, rtol=1e-9, atol=1e-12, err_msg=v.label)
 
 
 def test_simulate_logs_exact_propensities_and_independent_logs():
@@ -285,24 +291,25 @@ def test_simulate_logs_exact_propensities_and_independent_logs():
     assert not np.array_equal(logs[0][1], logs[1][1])
 
 
-def test_estimator_variants_routes_from_signatures():
-    def ips(rewards, pi_pair, pscore_pair, *, self_normalised=False): ...
-    def dr(
-        rewards, pi_pair, pscore_pair, *, q_logged, q_target, self_normalised=False
-    ): ...
-    def dm(lists, rewards, v0, items, target_lists, *, ridge=1.0): ...
-    def odd(log, target): ...
+def test_estimator_variants_follow_the_protocol_attributes():
+    class Plain(br.ope.Estimator):
+        name, needs = "a", ("pair",)
 
-    reg = {"a": ("pair", ips), "b": ("pair", dr), "c": (None, dm), "d": ("list", odd)}
-    got = [(v.label, v.route, v.model) for v in ope_config.estimator_variants(reg, ())]
-    assert got == [
-        ("a", "ips", False),
-        ("a_sn", "ips", False),
-        ("b", "dr", True),
-        ("b_sn", "dr", True),
-        ("c", "dm", True),
-        ("d", "evaluate", False),
-    ]
+    class Normalisable(br.ope.Estimator):
+        name, needs, self_normalisable = "b", ("pair",), True
+
+    class Model(br.ope.Estimator):
+        name, needs_reward_model = "c", True
+
+    reg = {"a": Plain(), "b": Normalisable(), "c": Model()}
+    got = [(v.label, v.model, v.estimator.name)
+           for v in ope_config.estimator_variants(reg)]
+    assert got == [("a", False, "a"), ("b", False, "b"), ("b_sn", False, "b"),
+                   ("c", True, "c")]
+    labels = [v.label for v in ope_config.estimator_variants()]
+    assert labels == ["dm", "list_ips", "list_ips_sn", "position_ips", "position_ips_sn",
+                      "cascade_ips", "cascade_ips_sn", "pair_ips", "pair_ips_sn",
+                      "pair_dr", "pair_dr_sn"]
 
 
 def test_obd_section_against_hand_computation():
