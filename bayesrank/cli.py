@@ -126,10 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "what",
-        nargs="?",
+        metavar="PART",
         choices=FIGURES,
-        default="all",
-        help="which part (default all)",
+        help="which part: " + ", ".join(FIGURES) + " (all: the paper's parts; "
+        "at full scale that is hours: start with --quick)",
     )
     r.add_argument(
         "--quick", action="store_true",

@@ -29,7 +29,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         + STUDIES["ope"]
         + "; writes rmse.png, coverage.png, results.nc and report.md to --out.",
     )
-    st.add_argument("name", choices=sorted(STUDIES), help="which study")
+    st.add_argument("name", metavar="STUDY", choices=sorted(STUDIES),
+                    help="which study: " + ", ".join(sorted(STUDIES)))
     st.add_argument(
         "--quick", action="store_true", help="small scale (2 cores: obd about 1 min, ope about 5 min)"
     )
