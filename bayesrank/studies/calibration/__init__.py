@@ -5,8 +5,9 @@
 * :mod:`.generative` the design, and each model's prior and likelihood;
 * :mod:`.sbc` SBC of any model through the posterior protocol;
 * :mod:`.inloop` the draws RankTS's warm-started NUTS really uses;
-* :mod:`.registry` the calibrated models; :mod:`.study` runs them;
-* :mod:`.report` figures and markdown; :mod:`.cli` ``bayesrank calibrate``.
+* :mod:`.registry` the calibrated models; :mod:`bayesrank.studies.calibration.study` runs them;
+* :mod:`bayesrank.studies.calibration.report` figures and markdown;
+  :mod:`bayesrank.studies.calibration.cli` ``bayesrank calibrate``.
 """
 
 from bayesrank.studies.calibration.generative import Design, Generative, generative_for
