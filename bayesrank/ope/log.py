@@ -12,6 +12,7 @@ import numpy as np
 import xarray as xr
 
 from bayesrank.ope._common import PSCORE_VARS, check_items
+from bayesrank.ope._long import columns_to_arrays
 
 __all__ = ["PSCORE_VARS", "as_log", "check_log"]
 
@@ -167,7 +168,6 @@ def as_log(
                 f"{', '.join(extra)}: not allowed with a DataFrame, whose columns hold "
                 "them (see bayesrank.ope.to_dataframe for the layout)"
             )
-        from bayesrank.ope._long import columns_to_arrays
 
         K = frame.attrs.get("K") if K is None else K
         items = frame.attrs.get("items") if items is None else items

@@ -351,7 +351,7 @@ class Policy:
                 its ``items``) must be the policy's K and, when it carries ``items``,
                 they must equal the policy's item vectors exactly.
         """
-        from bayesrank.ope.log import check_log
+        from bayesrank.ope.log import check_log  # deferred: keeps xarray out of the policies
 
         check_log(log)  # a Dataset in the log format (its own K)
         K_log = log.attrs.get("K", log["items"].shape[0] if "items" in log else None)

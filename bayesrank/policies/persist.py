@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_int
+from bayesrank._version import __version__
 from bayesrank.policies.history import DEFAULT_CAPACITY, check_capacity
 from bayesrank.posteriors.w_prior import (
     is_distribution,
@@ -125,7 +126,6 @@ def save_policy(policy, path) -> None:
         ValueError: the policy's prior on a latent w cannot be rebuilt from a file
             (naming ``w``; nothing is written).
     """
-    from bayesrank._version import __version__
 
     path = _as_path(path)
     _check_savable_prior(policy)

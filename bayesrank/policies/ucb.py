@@ -69,6 +69,7 @@ from bayesrank.policies.context import check_mask
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Optimistic
 from bayesrank.policies.features import window_features
+from bayesrank.posteriors.gaussian import GaussianLinear
 
 __all__ = [
     "C1_MIN", "RankUCB", "UCBPolicy", "default_model", "rank_ucb", "resolve_c1",
@@ -104,7 +105,6 @@ def rank_ucb(model, items, W, *, lam, delta, alpha, m2, c1, distinct=False,
 # ------------------------------------------------------------------------- helpers
 def default_model(lam: float):
     """``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``: mean = ridge."""
-    from bayesrank.posteriors.gaussian import GaussianLinear
 
     return GaussianLinear(prior_scale=1.0 / math.sqrt(lam), noise_scale=1.0)
 

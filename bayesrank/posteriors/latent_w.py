@@ -65,7 +65,12 @@ from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
-from bayesrank.posteriors.w_prior import check_w_prior, prior_config, prior_from_config
+from bayesrank.posteriors.w_prior import (
+    check_w_prior,
+    prior_config,
+    prior_from_config,
+    prior_range,
+)
 
 __all__ = ["LatentW", "LatentWState", "half_logdet_quad"]
 
@@ -214,20 +219,13 @@ class LatentW(Part):
         return jnp.where(inside, lp, -jnp.inf)
 
     def _prior_range(self, L: int, dtype):
-        """(lo (L,), hi (L,)): a range holding all but a negligible part of the prior."""
-        d = self.w_prior
-        shape = (L,)
-        try:
-            lo = jnp.broadcast_to(d.icdf(jnp.asarray(1e-6, dtype)), shape)
-            hi = jnp.broadcast_to(d.icdf(jnp.asarray(1 - 1e-6, dtype)), shape)
-        except (NotImplementedError, AttributeError, ImportError):  # StudentT's icdf: TFP
-            mean = jnp.broadcast_to(d.mean, shape)
-            sd = jnp.broadcast_to(jnp.sqrt(d.variance), shape)
-            lo, hi = mean - 10 * sd, mean + 10 * sd
-        ok = jnp.isfinite(lo) & jnp.isfinite(hi) & (hi > lo)
-        return jnp.where(ok, lo, -100.0).astype(dtype), jnp.where(ok, hi, 100.0).astype(
-            dtype
-        )
+        """(lo (L,), hi (L,)): a range holding all but a negligible part of the prior
+        (:func:`~bayesrank.posteriors.w_prior.prior_range`)."""
+        lo, hi = prior_range(self.w_prior)
+        lo, hi = np.broadcast_to(lo, (L,)), np.broadcast_to(hi, (L,))
+        ok = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
+        return (jnp.asarray(np.where(ok, lo, -100.0), dtype),
+                jnp.asarray(np.where(ok, hi, 100.0), dtype))
 
     def _start(self, L: int, dtype):
         """A starting w in the prior's support (its median) and a width (its spread)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SAVABLE", "check_w_prior", "is_distribution", "prior_config",
+__all__ = ["SAVABLE", "check_w_prior", "is_distribution", "prior_config", "prior_range",
            "prior_from_config"]
 
 #: Distributions a saved policy can rebuild: class name -> constructor parameters.
@@ -130,21 +130,36 @@ def _check_parameters(prior) -> None:
         )
 
 
-def _check_range(prior) -> None:
-    """The grid needs a finite range holding the prior: its 1e-6 and 1 - 1e-6
-    quantiles, or else its mean +- 10 sd."""
+def prior_range(prior):
+    """``(lo, hi)`` NumPy arrays (the prior's batch shape): a range holding all but a
+    negligible part of the prior, its 1e-6 and 1 - 1e-6 quantiles, else its mean +- 10
+    sd; an expanded prior takes its base's range. NaN where neither exists."""
+    import jax
     import jax.numpy as jnp
 
-    try:
-        lo = np.asarray(prior.icdf(jnp.asarray(1e-6)), float)
-        hi = np.asarray(prior.icdf(jnp.asarray(1 - 1e-6)), float)
-    except (NotImplementedError, AttributeError, ImportError):  # StudentT: TFP
+    with jax.ensure_compile_time_eval():  # the prior is a constant, also under jit
+        try:
+            lo = np.asarray(prior.icdf(jnp.asarray(1e-6)), float)
+            hi = np.asarray(prior.icdf(jnp.asarray(1 - 1e-6)), float)
+            return np.broadcast_to(lo, prior.batch_shape), np.broadcast_to(hi, prior.batch_shape)
+        except (NotImplementedError, AttributeError, ImportError):  # StudentT: TFP
+            pass
+        if type(prior).__name__ == "ExpandedDistribution":
+            lo, hi = prior_range(prior.base_dist)
+            return (np.broadcast_to(lo, prior.batch_shape),
+                    np.broadcast_to(hi, prior.batch_shape))
         try:
             mean = np.asarray(prior.mean, float)
             sd = np.sqrt(np.asarray(prior.variance, float))
         except (NotImplementedError, AttributeError):
             mean = sd = np.asarray(np.nan)
-        lo, hi = mean - 10 * sd, mean + 10 * sd
+        return (np.broadcast_to(mean - 10 * sd, prior.batch_shape),
+                np.broadcast_to(mean + 10 * sd, prior.batch_shape))
+
+
+def _check_range(prior) -> None:
+    """The grid needs a finite range holding the prior (:func:`prior_range`)."""
+    lo, hi = prior_range(prior)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
         raise ValueError(
             f"w: cannot find a finite range holding the prior {type(prior).__name__} "

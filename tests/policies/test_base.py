@@ -18,6 +18,25 @@ def env():
     return br.RankingEnv.paper(seed=3, K=6, L=3, d=3, w_max=3.0)
 
 
+def _same_or_tied(pol, got, want):
+    """The lists are equal, or (the same state scored by two compiled programs, whose
+    roundings may differ by an ulp) exactly tied under the policy's own tables: their
+    values agree to 1e-12 of the tables' scale. A list worse by more fails."""
+    if np.array_equal(got, want):
+        return
+    try:
+        first, pairs = (np.asarray(x, np.float64) for x in pol.scores())
+    except (AttributeError, NotImplementedError, ValueError):
+        np.testing.assert_array_equal(got, want)
+        return
+
+    def value(lst):
+        return first[lst[0]] + sum(pairs[l - 1, lst[l - 1], lst[l]] for l in range(1, len(lst)))
+
+    scale = max(np.abs(first).max(), np.abs(pairs).max(), 1.0)
+    assert abs(value(got) - value(want)) <= 1e-12 * scale, (got, want)
+
+
 @pytest.mark.parametrize("name", ["ts", "ucb_logistic", "gen", "window_s3", "base_ts"])
 def test_an_update_applied_at_the_next_select_is_the_cores_update(env, name):
     """A single-list update runs inside the next select's compiled call, yet the
@@ -32,15 +51,16 @@ def test_an_update_applied_at_the_next_select_is_the_cores_update(env, name):
     for t in range(8):
         state, sel = select(jax.random.fold_in(key, t), state, ctx)
         a = np.array(pol.select())  # a writable copy
-        np.testing.assert_array_equal(a, np.asarray(sel.items))
+        _same_or_tied(pol, a, np.asarray(sel.items))
         r = rng.normal(size=env.L)
         if t % 2:  # a list other than the one just selected
             a = rng.integers(0, env.K, env.L)
-        state = update(state, jnp.asarray(a, jnp.int32), jnp.asarray(r), ctx)
+        # copies: jnp.asarray may share the NumPy buffer, which the loop then reuses
+        state = update(state, jnp.array(a, jnp.int32), jnp.array(r), ctx)
         pol.update(a, r)
         if t == 3:  # two updates before the next select: applied in order
             b = rng.integers(0, env.K, env.L)
-            state = update(state, jnp.asarray(b, jnp.int32), jnp.asarray(-r), ctx)
+            state = update(state, jnp.array(b, jnp.int32), jnp.array(-r), ctx)
             pol.update(b, -r)
         a[:] = 0  # the caller reuses their arrays
         r[:] = 1e3

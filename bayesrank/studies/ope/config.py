@@ -23,9 +23,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesrank import ope
 from bayesrank._validate import check_int, check_real
 from bayesrank.datasets.obd import CAMPAIGNS
 from bayesrank.ope import EpsilonGreedyLogger, UniformLogger
+from bayesrank.simulation.env import RankingEnv
 
 __all__ = [
     "FULL",
@@ -109,7 +111,6 @@ def build_env(cfg: OPEStudyConfig, K: int, L: int, w_max: float):
         >>> env.K, env.L, float(abs(env.w).max())
         (5, 3, 0.0)
     """
-    from bayesrank.simulation.env import RankingEnv
 
     return RankingEnv.paper(seed=cfg.env_seed, K=K, L=L, d=cfg.d, w_max=float(w_max))
 
@@ -222,7 +223,6 @@ def estimator_variants(registry=None) -> list[Variant]:
         >>> [(v.label, v.model) for v in estimator_variants({"x": X()})]
         [('x', False), ('x_sn', False)]
     """
-    from bayesrank import ope
 
     if registry is None:
         registry = ope.ESTIMATORS

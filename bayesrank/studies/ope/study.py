@@ -44,6 +44,8 @@ import numpy as np
 from bayesrank import ope
 from bayesrank._progress import progress as progress_bar
 from bayesrank._version import __version__
+from bayesrank.ope.estimators import fit_inputs_model
+from bayesrank.ope.protocol import PSCORE_OF
 from bayesrank.studies import store
 from bayesrank.studies.ope import obd as ope_obd
 from bayesrank.studies.ope import report as ope_report
@@ -234,8 +236,6 @@ def log_estimates(
         >>> bool(np.all((out[:, 2] <= out[:, 0]) & (out[:, 0] <= out[:, 3])))
         True
     """
-    from bayesrank.ope.estimators import fit_inputs_model
-    from bayesrank.ope.protocol import PSCORE_OF
 
     out = np.full((len(variants), len(STATS)), np.nan)
     probs = target_event_probs(lists, target)
