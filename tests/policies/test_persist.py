@@ -237,7 +237,8 @@ def test_a_file_never_reaches_code_it_names(env, tmp_path):
     """A NumPyroModel file naming builtins / os functions through attribute paths: the
     registry refuses the names, nothing is imported or called (the canary is never
     written)."""
-    from bayesrank.posteriors import NumPyroModel, models
+    from bayesrank.posteriors import NumPyroModel
+    from bayesrank.posteriors import numpyro_models as models
 
     canary = tmp_path / "canary"
     pol = br.RankTS(model=NumPyroModel(models.glm, link="logistic"),
