@@ -50,15 +50,22 @@ def _check_names(names) -> list[str]:
     return v0
 
 
+def grid_cells(keys, pos):
+    """Long rows (key, position) onto an (n, L) grid: ``(unique keys (n,), L, each
+    row's cell, rows per cell (n * L,))``; the callers word the errors."""
+    ids, r_idx = np.unique(keys, return_inverse=True)
+    n, L = ids.size, int(pos.max()) + 1
+    cell = r_idx.reshape(-1) * L + pos
+    return ids, L, cell, np.bincount(cell, minlength=n * L)
+
+
 def _cells(rnd, pos):
     """(n, L, inverse order of the rows into the (n, L) grid); raises naming
     ``position`` on a missing or duplicated (round, position)."""
     if pos.min() < 0:
         raise ValueError(f"position: expected positions >= 0, got {pos.min()}")
-    rounds, r_idx = np.unique(rnd, return_inverse=True)
-    n, L = rounds.size, int(pos.max()) + 1
-    cell = r_idx.reshape(-1) * L + pos
-    counts = np.bincount(cell, minlength=n * L)
+    rounds, L, cell, counts = grid_cells(rnd, pos)
+    n = rounds.size
     if (counts > 1).any():
         k = int(np.argmax(counts > 1))
         raise ValueError(

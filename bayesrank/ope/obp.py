@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 
 from bayesrank._validate import check_int
+from bayesrank.ope._long import grid_cells
 from bayesrank.ope.log import as_log, check_log
 
 __all__ = ["OBP_KEYS", "from_obp", "to_obp"]
@@ -113,10 +114,8 @@ def _matrix(bf, k, rows: int, rows_of: str, dim: int | None = None) -> np.ndarra
 def _grid(slate, pos):
     """(slate ids (n,), L, the rows' order into the (n, L) grid); raises naming
     ``position`` on a duplicated (slate_id, position) or a ragged slate."""
-    ids, r = np.unique(slate, return_inverse=True)
-    n, L = ids.size, int(pos.max()) + 1
-    cell = r.reshape(-1) * L + pos
-    counts = np.bincount(cell, minlength=n * L)
+    ids, L, cell, counts = grid_cells(slate, pos)
+    n = ids.size
     if (counts > 1).any():
         c = int(np.argmax(counts > 1))
         raise ValueError(
