@@ -104,12 +104,19 @@ def _forget_programs_traced_under_a_patch(request):
         jax.clear_caches()
 
 
-#: measured node ids (exact match), see the file's header
-HEAVY_MEASURED = frozenset(
-    line.strip()
-    for line in (Path(__file__).with_name("heavy-measured.txt")).read_text().splitlines()
-    if line.strip() and not line.startswith("#")
-)
+def _measured(name: str) -> frozenset:
+    """Node ids (exact match) listed in tests/<name>, see the file's header."""
+    return frozenset(
+        line.strip()
+        for line in (Path(__file__).with_name(name)).read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    )
+
+
+#: default-tier tests measured at 3 s or more on a cold cache: marked heavy
+HEAVY_MEASURED = _measured("heavy-measured.txt")
+#: heavy tests measured at 15 s or more in .ci/run's order: marked slow (by hand)
+SLOW_MEASURED = _measured("slow-measured.txt")
 
 
 #: docstring examples that need an optional extra: node id -> the module it needs
@@ -130,5 +137,8 @@ def pytest_collection_modifyitems(config, items):
                                                     "'bayesrank[dask]')"))
         if item.nodeid.startswith(HEAVY) or item.nodeid in HEAVY_MEASURED:
             item.add_marker(pytest.mark.heavy)
+        if item.nodeid in SLOW_MEASURED:
+            item.add_marker(pytest.mark.heavy)
+            item.add_marker(pytest.mark.slow)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -185,16 +185,15 @@ class Policy:
         self.seed = seed
         self.key = jax.random.key(self.seed)
         self._pending = None
-        self.state = core.init()
+        # the compiled programs are module-level and shared by every policy of this
+        # configuration (:mod:`bayesrank.policies.program`); only the core is bound
+        prog = program.bind(core)
+        self.state = prog.init()
         self.t = 0
         self._last = None
         self._history = History(self.L, self.items.shape[1], DEFAULT_CAPACITY)
         self._default_ctx()
-
-        # the compiled programs are module-level and shared by every policy of this
-        # configuration (:mod:`bayesrank.policies.program`); only the core is bound
-        prog = program.bind(core)
-        self._select, self._update_select = prog.select, prog.update_select
+        self._update_select = prog.update_select
         self._select_batch, self._update = prog.select_batch, prog.update
         self._update_many, self._scores = prog.update_many, prog.scores
         self._features_prog = prog.features
@@ -206,6 +205,10 @@ class Policy:
         m = np.zeros(Kc, bool)
         m[: self.K] = True if self.mask is None else self.mask
         self._ctx = Context(jnp.asarray(self.v0), jnp.asarray(m))
+        dtype = self._ctx.v0.dtype  # the "update" a select without one passes (skipped)
+        self._v0_host = np.asarray(self.v0, dtype)
+        self._no_update = (np.zeros(self.L, np.int32), np.zeros(self.L, dtype),
+                           np.zeros(self.items.shape[1], dtype))
 
     @property
     def t(self) -> int:
@@ -278,16 +281,15 @@ class Policy:
             program.announce(type(self).__name__)
         t_dev = self._t_dev if self._t_dev is not None else jnp.asarray(self._t)
         old = self._state
-        if self._pending is None:
-            out, sel, t_next = self._select(self.key, t_dev, old, ctx)
-        else:
-            out, sel, t_next = self._update_select(
-                self.key, t_dev, old, ctx, self._pending
-            )
+        # one program for both cases (a select without an update skips it):
+        # a new process traces and loads one program for its first round, not two
+        pending, apply = self._pending, np.True_
+        if pending is None:
+            pending, apply = self._no_update, np.False_
+        out, sel, t_next = self._update_select(self.key, t_dev, old, ctx, pending, apply)
         self.state = program.merge(out, old)
         self._last, self._last_v0 = sel, ctx.v0
         items = np.asarray(sel.items)
-        self._last_items = (items, sel.items)  # host and device copies
         self._t += 1
         self._t_dev = t_next
         return items
@@ -429,18 +431,17 @@ class Policy:
         """One checked list: recorded now, its arithmetic applied by the next
         select's compiled call (or when the state is read). A second update first
         applies the one before it, so order is kept."""
+        # host arrays, as the no-update a select passes, so both run one program
+        # (a host array and a device array are two signatures to jit)
+        dtype = self._ctx.v0.dtype
         if v0 is None:
-            v0_host, v0_dev = self.v0, self._ctx.v0
+            v0_host, v0_arg = self.v0, self._v0_host
         else:
             v0_host = check_v0(v0, self.items.shape[1])
-            v0_dev = v0_host.astype(self._ctx.v0.dtype, copy=False)
-        last = getattr(self, "_last_items", None)
-        if last is not None and (items == last[0]).all():
-            it = last[1]  # the list just selected: already on the device
-        else:
-            it = np.array(items, np.int32)  # a copy: the caller may reuse theirs
+            v0_arg = v0_host.astype(dtype)
+        it = np.array(items, np.int32)  # a copy: the caller may reuse theirs
         self.state  # noqa: B018  (applies an update still pending)
-        self._pending = (it, r.astype(self._ctx.v0.dtype), v0_dev)
+        self._pending = (it, r.astype(dtype), v0_arg)
         self._history.append_one(items, r, v0_host)
 
     def _record(self, items, rewards, v0s) -> None:

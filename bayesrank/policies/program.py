@@ -10,8 +10,9 @@ what a steady round costs. With the persistent cache
 (:func:`bayesrank.compilation_cache`) a new process finds them on disk.
 
     prog = bind(core)                                    # the core's programs
+    state = prog.init()                                  # the state before any impression
     state, sel, t = prog.select(key, t, state, ctx)      # round t's draw: fold_in(key, t)
-    state, sel, t = prog.update_select(key, t, state, ctx, pending)
+    state, sel, t = prog.update_select(key, t, state, ctx, pending, apply)
     state, sel = prog.select_batch(key, t, state, ctxs)
     state = prog.update(state, lists, rewards, ctx)
     state = prog.update_many(state, lists (n, L), rewards (n, L), v0s (n, d))
@@ -62,23 +63,36 @@ def merge(fields: tuple, old):
     return type(old)(*(o if c is None else c for c, o in zip(fields, old)))
 
 
+def init(core):
+    """The state before any impression, in one compiled call (op by op, building
+    a prior's factors is dozens of small programs: slow to load from the cache)."""
+    return core.init()
+
+
 def select(core, key, t, state, ctx):
     """Round t's selection with the key ``fold_in(key, t)``: (changed, sel, t + 1)."""
     new, sel = core.select(jax.random.fold_in(key, t), state, ctx)
     return changed(new, state), sel, t + 1
 
 
-def update_select(core, key, t, state, ctx, pending):
-    """A single-list update that arrived since the last select, then round t's
-    selection, in one compiled call (one dispatch per round, not two)."""
+def update_select(core, key, t, state, ctx, pending, apply):
+    """A single-list update that arrived since the last select (skipped where
+    ``apply`` is False), then round t's selection, in one compiled call: one
+    dispatch per round, and one program to trace and load in a new process (a
+    select without a pending update runs this program too)."""
     lists, rewards, v0u = pending
-    new = core.update(state, lists, rewards, Context(v0u, None))
+
+    def learn(s):
+        new = core.update(s, lists, rewards, Context(v0u, None))
+        return new.model, new.est
+
+    model, est = jax.lax.cond(apply, learn, lambda s: (s.model, s.est), state)
     # Update, then select: XLA on CPU would otherwise interleave the two on its
     # thread pool, which is slower than running them in turn (figures:
     # docs/performance.md, "Why the code is written this way"). Items and flags pass
     # outside (never copied).
-    model, est, key = jax.lax.optimization_barrier((new.model, new.est, key))
-    new = new._replace(model=model, est=est)
+    model, est, key = jax.lax.optimization_barrier((model, est, key))
+    new = state._replace(model=model, est=est)
     new, sel = core.select(jax.random.fold_in(key, t), new, ctx)
     return changed(new, state), sel, t + 1
 
@@ -113,7 +127,7 @@ def features(core, items, lists, v0s):
     return jax.vmap(core.features, in_axes=(None, 0, 0))(items, lists, v0s)
 
 
-_STEPS = (select, update_select, select_batch, update, update_many, scores, features)
+_STEPS = (init, select, update_select, select_batch, update, update_many, scores, features)
 
 
 def _on_leaves(fn):
@@ -150,6 +164,7 @@ class Programs(NamedTuple):
     """A core's compiled steps (arguments after ``core`` as in the functions above);
     ``new``: the first core of its configuration bound in this process."""
 
+    init: Any
     select: Any
     update_select: Any
     select_batch: Any

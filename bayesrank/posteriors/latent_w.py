@@ -66,9 +66,11 @@ from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.posteriors.w_prior import (
+    check_w_batch,
     check_w_prior,
     prior_config,
     prior_from_config,
+    prior_quantiles,
     prior_range,
 )
 
@@ -209,8 +211,9 @@ class LatentW(Part):
         return m0.astype(dtype), P0.astype(dtype)
 
     def check_positions(self, L: int) -> None:
-        """The prior's batch shape must be () or (L,) (raises ValueError naming w)."""
-        check_w_prior(self.w_prior, L)
+        """The prior's batch shape must be () or (L,) (raises ValueError naming w;
+        the rest of the prior was checked when the model was built)."""
+        check_w_batch(self.w_prior, L)
 
     def log_prior(self, w):
         """log p(w) for w (..., L) or broadcastable; -inf outside the support."""
@@ -221,21 +224,31 @@ class LatentW(Part):
     def _prior_range(self, L: int, dtype):
         """(lo (L,), hi (L,)): a range holding all but a negligible part of the prior
         (:func:`~bayesrank.posteriors.w_prior.prior_range`)."""
+        lo, hi = self._host_range(L)
+        return jnp.asarray(lo, dtype), jnp.asarray(hi, dtype)
+
+    def _host_range(self, L: int):
+        """:meth:`_prior_range` as float64 NumPy arrays (no JAX operation)."""
         lo, hi = prior_range(self.w_prior)
         lo, hi = np.broadcast_to(lo, (L,)), np.broadcast_to(hi, (L,))
         ok = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
-        return (jnp.asarray(np.where(ok, lo, -100.0), dtype),
-                jnp.asarray(np.where(ok, hi, 100.0), dtype))
+        return np.where(ok, lo, -100.0), np.where(ok, hi, 100.0)
 
     def _start(self, L: int, dtype):
         """A starting w in the prior's support (its median) and a width (its spread)."""
-        lo, hi = self._prior_range(L, dtype)
-        try:
-            med = jnp.broadcast_to(self.w_prior.icdf(jnp.asarray(0.5, dtype)), (L,))
-        except (NotImplementedError, AttributeError, ImportError):  # StudentT's icdf: TFP
-            med = jnp.broadcast_to(self.w_prior.mean, (L,))
-        med = jnp.where(jnp.isfinite(med), med, 0.5 * (lo + hi)).astype(dtype)
-        return med, ((hi - lo) / 10.0).astype(dtype)
+        lo, hi = self._host_range(L)
+        q = prior_quantiles(self.w_prior)
+        if q is not None:
+            med = q[1]
+        else:  # an expansion, or StudentT's icdf without TFP: the mean
+            with jax.ensure_compile_time_eval():
+                try:
+                    med = np.asarray(self.w_prior.mean, float)
+                except (NotImplementedError, AttributeError):
+                    med = np.asarray(np.nan)
+        med = np.broadcast_to(med, (L,))
+        med = np.where(np.isfinite(med), med, 0.5 * (lo + hi))
+        return jnp.asarray(med, dtype), jnp.asarray((hi - lo) / 10.0, dtype)
 
     # ----------------------------------------------------------------- protocol
     def init(self, L: int, p: int) -> LatentWState:

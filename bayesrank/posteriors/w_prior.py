@@ -9,10 +9,12 @@ by name here, never imported from the file's text).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-__all__ = ["SAVABLE", "check_w_prior", "is_distribution", "prior_config", "prior_range",
-           "prior_from_config"]
+__all__ = ["SAVABLE", "check_w_batch", "check_w_prior", "is_distribution",
+           "prior_config", "prior_from_config", "prior_quantiles", "prior_range"]
 
 #: Distributions a saved policy can rebuild: class name -> constructor parameters.
 #: Truncations (``TruncatedNormal(loc, scale, low=1)``, ``TruncatedDistribution`` of a
@@ -90,33 +92,36 @@ def check_w_prior(prior, L: int | None):
             f"w: the prior's support must be the real line or an interval of it, got "
             f"{support}"
         )
+    check_w_batch(prior, L)
+    _check_parameters(prior)
+    _check_range(prior)
+    return prior
+
+
+def check_w_batch(prior, L: int | None) -> None:
+    """The prior's batch shape must be () or (L,) (raises ValueError naming w)."""
     batch = tuple(prior.batch_shape)
     if not (batch == () or (len(batch) == 1 and (L is None or batch[0] == L))):
         want = "() or (L,)" if L is None else f"() or (L,) = ({L},)"
         raise ValueError(f"w: the prior's batch shape must be {want}, got {batch}")
-    import jax
-
-    with jax.ensure_compile_time_eval():  # the prior is a constant, also under jit
-        _check_parameters(prior)
-        _check_range(prior)
-    return prior
 
 
 def _check_parameters(prior) -> None:
     """Every parameter finite and inside its constraint (NaN loc, a negative scale,
     ``Uniform(2, 1)``), also for priors built with ``validate_args=False``, and for
     the base of a truncated or expanded distribution."""
-    import jax.numpy as jnp
-    from numpyro.distributions import constraints
+    import jax
 
-    for name, c in prior.arg_constraints.items():
+    with jax.ensure_compile_time_eval():  # the prior is a constant, also under jit
+        inside = _programs()["inside"](prior)
+    for name in prior.arg_constraints:
         if not hasattr(prior, name):
             continue
         v = np.asarray(getattr(prior, name), dtype=float)
         if not np.all(np.isfinite(v)):
             raise ValueError(f"w: the prior's {name} must be finite, got {v.tolist()}")
-        dependent = isinstance(c, type(constraints.dependent))
-        if not dependent and not np.all(np.asarray(c(jnp.asarray(v)))):
+        if name in inside and not bool(inside[name]):
+            c = prior.arg_constraints[name]
             raise ValueError(f"w: the prior's {name} must satisfy {c}, got {v.tolist()}")
     base = getattr(prior, "base_dist", None)
     if base is not None:
@@ -130,31 +135,65 @@ def _check_parameters(prior) -> None:
         )
 
 
+@functools.cache
+def _programs() -> dict:
+    """The prior's numbers as two jitted programs of the distribution (a pytree:
+    its parameters traced, its class static), compiled once per class (and found
+    in the persistent cache by a new process) instead of dozens of op-by-op calls:
+    ``inside``: for each parameter with a constraint, whether all its values
+    satisfy it; ``quantiles``: the 1e-6, 0.5 and 1 - 1e-6 quantiles."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro.distributions import constraints
+
+    dependent = type(constraints.dependent)
+
+    def inside(prior):
+        return {name: jnp.all(c(jnp.asarray(getattr(prior, name), float)))
+                for name, c in prior.arg_constraints.items()
+                if hasattr(prior, name) and not isinstance(c, dependent)}
+
+    def quantiles(prior, q):  # q an argument: traced, never evaluated op by op
+        return tuple(prior.icdf(q[i]) for i in range(q.shape[0]))
+
+    return {"inside": jax.jit(inside), "quantiles": jax.jit(quantiles)}
+
+
+def prior_quantiles(prior):
+    """``(lo, median, hi)``: the prior's 1e-6, 0.5 and 1 - 1e-6 quantiles as NumPy
+    arrays of its batch shape, or None where its ``icdf`` is not available (an
+    expansion, StudentT without tensorflow_probability)."""
+    import jax
+
+    with jax.ensure_compile_time_eval():  # the prior is a constant, also under jit
+        try:
+            out = _programs()["quantiles"](prior, np.array([1e-6, 0.5, 1 - 1e-6]))
+        except (NotImplementedError, AttributeError, ImportError):  # StudentT: TFP
+            return None
+    return tuple(np.broadcast_to(np.asarray(q, float), prior.batch_shape) for q in out)
+
+
 def prior_range(prior):
     """``(lo, hi)`` NumPy arrays (the prior's batch shape): a range holding all but a
     negligible part of the prior, its 1e-6 and 1 - 1e-6 quantiles, else its mean +- 10
     sd; an expanded prior takes its base's range. NaN where neither exists."""
+    q = prior_quantiles(prior)
+    if q is not None:
+        return q[0], q[2]
+    if type(prior).__name__ == "ExpandedDistribution":
+        lo, hi = prior_range(prior.base_dist)
+        return (np.broadcast_to(lo, prior.batch_shape),
+                np.broadcast_to(hi, prior.batch_shape))
     import jax
-    import jax.numpy as jnp
 
     with jax.ensure_compile_time_eval():  # the prior is a constant, also under jit
-        try:
-            lo = np.asarray(prior.icdf(jnp.asarray(1e-6)), float)
-            hi = np.asarray(prior.icdf(jnp.asarray(1 - 1e-6)), float)
-            return np.broadcast_to(lo, prior.batch_shape), np.broadcast_to(hi, prior.batch_shape)
-        except (NotImplementedError, AttributeError, ImportError):  # StudentT: TFP
-            pass
-        if type(prior).__name__ == "ExpandedDistribution":
-            lo, hi = prior_range(prior.base_dist)
-            return (np.broadcast_to(lo, prior.batch_shape),
-                    np.broadcast_to(hi, prior.batch_shape))
         try:
             mean = np.asarray(prior.mean, float)
             sd = np.sqrt(np.asarray(prior.variance, float))
         except (NotImplementedError, AttributeError):
             mean = sd = np.asarray(np.nan)
-        return (np.broadcast_to(mean - 10 * sd, prior.batch_shape),
-                np.broadcast_to(mean + 10 * sd, prior.batch_shape))
+    return (np.broadcast_to(mean - 10 * sd, prior.batch_shape),
+            np.broadcast_to(mean + 10 * sd, prior.batch_shape))
 
 
 def _check_range(prior) -> None:

@@ -103,9 +103,10 @@ def test_vmap_equals_one_by_one():
     """Under vmap the windows' conds run both branches; the result is the same."""
     insts = [_instance(case, 120) for case in ("early", "late", "mask")]
     stacked = [jnp.stack([jnp.asarray(x[k]) for x in insts]) for k in range(6)]
-    to_go, ptr, _ = jax.vmap(ucb_backward_prefix)(*stacked)
+    to_go, ptr, _ = jax.jit(jax.vmap(ucb_backward_prefix))(*stacked)
+    single = jax.jit(ucb_backward_prefix)  # one program for the three instances
     for r, inst in enumerate(insts):
-        one, optr, _ = ucb_backward_prefix(*inst)
+        one, optr, _ = single(*inst)
         np.testing.assert_allclose(to_go[r], one, rtol=1e-12)
         np.testing.assert_array_equal(ptr[r], optr)
 

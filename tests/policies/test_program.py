@@ -13,7 +13,7 @@ from bayesrank._static import Part, static_key
 from bayesrank.policies import program
 from bayesrank.simulation.play import fold_in_keys, play
 
-STEPS = ("select", "update_select")
+STEPS = ("init", "update_select")
 
 
 def _round(policy, env, t=0):
@@ -50,6 +50,54 @@ def test_a_second_policy_of_one_configuration_compiles_nothing(family):
     small = br.RankingEnv.paper(seed=2, K=12, L=2, d=4)
     _round(make(small, 7), small)
     assert all(_sizes()[s] > before[s] for s in STEPS)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_first_round_compiles_one_round_program(family):
+    """A select with no update pending runs the update-then-select program with
+    the update skipped: a new process traces and loads one program per round, not
+    two (and the skipped update leaves the state as it was)."""
+    env = br.RankingEnv.paper(seed=1, K=11, L=3, d=5)  # a configuration of its own
+    before = {s: program.cache_size(s) for s in ("select", "update_select")}
+    policy = FAMILIES[family](env, 0)
+    state0 = jax.tree_util.tree_map(np.asarray, (policy.state.model, policy.state.est))
+    items = policy.select()
+    if not policy.core.estimate.random:  # a closed form's select changes nothing
+        after = (policy.state.model, policy.state.est)
+        for a, b in zip(jax.tree_util.tree_leaves(state0), jax.tree_util.tree_leaves(after)):
+            np.testing.assert_array_equal(a, np.asarray(b))
+    policy.update(items, np.asarray(env.sample(jax.random.key(0), items)))
+    policy.select()
+    policy.select()
+    assert program.cache_size("select") == before["select"]
+    assert program.cache_size("update_select") == before["update_select"] + 1
+
+
+def _compiles(caplog, build):
+    """The programs JAX compiles (or loads) while ``build()`` runs, caches cleared."""
+    jax.clear_caches()
+    jax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level("WARNING"):
+            caplog.clear()
+            build()
+    finally:
+        jax.config.update("jax_log_compiles", False)
+    names = [r.getMessage().split()[1] for r in caplog.records
+             if r.getMessage().startswith("Compiling ")]
+    return [n.removeprefix("jit(").removesuffix(")") for n in names]  # older jax: bare
+
+
+def test_building_a_latent_w_policy_runs_a_few_programs_not_dozens_of_ops(caplog):
+    """Checking the prior and building the first state are compiled programs (a
+    new process loads each from the persistent cache in milliseconds); op by op they
+    were 60 small programs, each a cache read."""
+    env = br.RankingEnv.paper(seed=1, K=10, L=3, d=4)
+    names = _compiles(caplog, lambda: br.RankTS(
+        items=env.items, L=3, v0=env.v0, w=dist.TruncatedNormal(0.0, 5.0, low=-4.0),
+        seed=0))
+    assert {"inside", "quantiles", "init"} <= set(names), names
+    assert len(names) <= 20, names  # op by op, before: about 60
 
 
 def test_shared_programs_give_each_policy_its_own_answer():
