@@ -227,17 +227,21 @@ class LatentW(Part):
         lo, hi = self._host_range(L)
         return jnp.asarray(lo, dtype), jnp.asarray(hi, dtype)
 
-    def _host_range(self, L: int):
-        """:meth:`_prior_range` as float64 NumPy arrays (no JAX operation)."""
-        lo, hi = prior_range(self.w_prior)
+    def _host_range(self, L: int, quantiles=None):
+        """:meth:`_prior_range` as float64 NumPy arrays (no JAX operation); from
+        ``quantiles`` (:func:`prior_quantiles`) when the caller has them."""
+        if quantiles is None:
+            lo, hi = prior_range(self.w_prior)
+        else:
+            lo, hi = quantiles[0], quantiles[2]
         lo, hi = np.broadcast_to(lo, (L,)), np.broadcast_to(hi, (L,))
         ok = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
         return np.where(ok, lo, -100.0), np.where(ok, hi, 100.0)
 
     def _start(self, L: int, dtype):
         """A starting w in the prior's support (its median) and a width (its spread)."""
-        lo, hi = self._host_range(L)
         q = prior_quantiles(self.w_prior)
+        lo, hi = self._host_range(L, q)
         if q is not None:
             med = q[1]
         else:  # an expansion, or StudentT's icdf without TFP: the mean
