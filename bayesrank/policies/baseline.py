@@ -9,7 +9,8 @@ neighbour dependence its model is misspecified and it settles on a suboptimal li
   separable tables (O(L K) decode, or the exact distinct assignment);
 * ``kind="ts"``: linear Thompson sampling per position: the RankTS parts with the
   conjugate ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)`` posterior
-  (``delta`` and ``alpha`` are not used).
+  (``delta`` and ``alpha`` are not used, and it has no ``width`` or ``logdet``:
+  ``hasattr`` says False).
 
 Example:
     >>> import bayesrank as br
@@ -21,22 +22,48 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import types
+
 import numpy as np
 
-from bayesrank.policies.base import check_items_w_v0
+from bayesrank.policies.base import Policy, check_items_w_v0
 from bayesrank.policies.bonus import UCBTables
 from bayesrank.policies.core import compose
 from bayesrank.policies.estimate import Optimistic, Thompson
 from bayesrank.policies.features import item_features
 from bayesrank.policies.tables import LinearTables
-from bayesrank.policies.ucb import UCBPolicy
+from bayesrank.policies.ucb import LinearConfig, UCBWidth
 
 __all__ = ["RankedBaseline"]
 
 _KINDS = ("ucb", "ts")
 
 
-class RankedBaseline(UCBPolicy):
+class _ucb_only:
+    """A method that a ``kind="ucb"`` baseline has and a ``kind="ts"`` one lacks:
+    on the latter the attribute is missing, so ``hasattr`` says False and the
+    AttributeError says why (scikit-learn's ``available_if``, for one condition)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.fn
+        if obj.kind != "ucb":
+            raise AttributeError(
+                f"{self.name}: only a kind='ucb' baseline has a confidence width; "
+                f"this one has kind={obj.kind!r} (Thompson sampling)"
+            )
+        return types.MethodType(self.fn, obj)
+
+
+class RankedBaseline(LinearConfig, UCBWidth, Policy):
     """Per-position linear bandits ignoring the previous item (the paper's baseline).
 
     Args:
@@ -101,16 +128,7 @@ class RankedBaseline(UCBPolicy):
                        p=V.shape[1], distinct=self.distinct)
         self._setup(core, seed)
 
-    def _ucb_only(self, name):
-        if self.kind == "ts":
-            raise AttributeError(f"{name}: only defined for kind='ucb'")
-
-    def logdet(self) -> np.ndarray:
-        """(L,) log det V^l (``kind="ucb"`` only)."""
-        self._ucb_only("logdet")
-        return super().logdet()
-
-    def width(self) -> np.ndarray:
-        """(L,) the next UCB width (``kind="ucb"`` only)."""
-        self._ucb_only("width")
-        return super().width()
+    #: (L,) log det V^l of the current Gram matrices (``kind="ucb"`` only).
+    logdet = _ucb_only(UCBWidth.logdet)
+    #: (L,) the confidence width the next selection uses (``kind="ucb"`` only).
+    width = _ucb_only(UCBWidth.width)

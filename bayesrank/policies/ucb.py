@@ -167,11 +167,13 @@ def resolve_c1(link, c1, m2: float, x_max: float) -> float:
 
 
 # --------------------------------------------------------------------------- classes
-class UCBPolicy(Policy):
-    """Shared class machinery of the UCB policies (checks, width, persistence).
+class LinearConfig:
+    """Constructor checks and persistence shared by the UCB policies and the
+    baseline (both kinds): ``delta``, ``lam``, ``alpha``, ``m2``, ``c1``, the
+    model, ``distinct`` and ``mask``.
 
     Subclasses set ``K``, ``L``, ``items``, ``w``, ``v0`` and call
-    :meth:`_init_common`, then build their core with ``self.estimate_args()``.
+    :meth:`_init_common`, then build their core.
     """
 
     #: Configuration entries besides the common ones, stored as attributes.
@@ -193,6 +195,41 @@ class UCBPolicy(Policy):
             raise ValueError(f"distinct: needs K >= L, got K={self.K} and L={self.L}")
         self.mask = check_mask(mask, self.K, self.L, self.distinct)
         self.vmappable = bool(getattr(model, "vmappable", True))
+
+    def theta_hat(self) -> np.ndarray:
+        """(L, p) the current estimate (posterior mean of the per-position model)."""
+        return self.posterior_mean()
+
+    def _config(self) -> dict:
+        cfg = {
+            "model": model_config(self.model),
+            "delta": self.delta,
+            "lam": self.lam,
+            "alpha": self.alpha,
+            "m2": self.m2,
+            "c1": self._c1_arg,
+            "distinct": self.distinct,
+        }
+        cfg.update({name: getattr(self, name) for name in self._extra_config})
+        return cfg
+
+    @classmethod
+    def _from_config(cls, cfg, args, seed, overrides):
+        kwargs = {name: args[name] for name in cls._array_args}
+        for name in ("delta", "lam", "alpha", "m2", "distinct", *cls._extra_config):
+            kwargs[name] = cfg[name]
+        if cls._takes_model:
+            kwargs["model"] = model_from_config(
+                cfg["model"], overrides.pop("model", None)
+            )
+            kwargs["c1"] = cfg["c1"]
+        return cls(**kwargs, mask=args.get("mask"), seed=seed, **overrides)
+
+
+class UCBWidth:
+    """Lemma 1's width, read from the posterior's own Gram factor: the arguments of
+    the :class:`~bayesrank.policies.estimate.Optimistic` estimate, ``width`` and
+    ``logdet``. Needs the attributes :class:`LinearConfig` sets."""
 
     def _width_args(self, x_max: float) -> dict:
         """The Optimistic estimate's arguments; sets ``self.c1``."""
@@ -221,10 +258,6 @@ class UCBPolicy(Policy):
             alpha=self.alpha, c1=self.c1,
         )
 
-    def theta_hat(self) -> np.ndarray:
-        """(L, p) the current estimate (posterior mean of the per-position model)."""
-        return self.posterior_mean()
-
     def logdet(self) -> np.ndarray:
         """(L,) log det V^l of the current Gram matrices (from their factors)."""
         chol = self._gram()[0]
@@ -234,30 +267,10 @@ class UCBPolicy(Policy):
         """(L,) the confidence width the next selection uses (before 1/c1)."""
         return np.asarray(self._core_estimate().width(self.state.model, self.state.est))
 
-    def _config(self) -> dict:
-        cfg = {
-            "model": model_config(self.model),
-            "delta": self.delta,
-            "lam": self.lam,
-            "alpha": self.alpha,
-            "m2": self.m2,
-            "c1": self._c1_arg,
-            "distinct": self.distinct,
-        }
-        cfg.update({name: getattr(self, name) for name in self._extra_config})
-        return cfg
 
-    @classmethod
-    def _from_config(cls, cfg, args, seed, overrides):
-        kwargs = {name: args[name] for name in cls._array_args}
-        for name in ("delta", "lam", "alpha", "m2", "distinct", *cls._extra_config):
-            kwargs[name] = cfg[name]
-        if cls._takes_model:
-            kwargs["model"] = model_from_config(
-                cfg["model"], overrides.pop("model", None)
-            )
-            kwargs["c1"] = cfg["c1"]
-        return cls(**kwargs, mask=args.get("mask"), seed=seed, **overrides)
+class UCBPolicy(LinearConfig, UCBWidth, Policy):
+    """Shared class machinery of the UCB policies: :class:`LinearConfig` (checks,
+    persistence) and :class:`UCBWidth` (the width) over :class:`Policy`."""
 
 
 class RankUCB(UCBPolicy):

@@ -30,3 +30,28 @@ def test_baseline_scores_are_linucb_on_the_item_alone():
             np.testing.assert_allclose(got, ucb, rtol=1e-4)
         else:  # the same for every previous item
             np.testing.assert_allclose(got, np.broadcast_to(ucb, got.shape), rtol=1e-4)
+    # The width and log det are those of this Gram matrix (NumPy's slogdet).
+    V_l = [0.7 * np.eye(3) + V_items[lists[:, l]].T @ V_items[lists[:, l]]
+           for l in range(3)]
+    np.testing.assert_allclose(
+        pol.logdet(), [np.linalg.slogdet(V)[1] for V in V_l], rtol=1e-8)
+
+
+def test_thompson_baseline_has_no_width_and_is_not_a_ucb_policy():
+    """``kind="ts"`` has no confidence width: the attributes are missing (hasattr is
+    False) with a message that says why, and the class is not a UCB policy."""
+    from bayesrank.policies.ucb import UCBPolicy
+
+    env = br.RankingEnv.paper(seed=4, K=6, L=3, d=3)
+    ts = br.RankedBaseline(env.items, 3, kind="ts")
+    ucb = br.RankedBaseline(env.items, 3, kind="ucb")
+    assert not hasattr(ts, "width") and not hasattr(ts, "logdet")
+    assert hasattr(ucb, "width") and hasattr(ucb, "logdet")
+    for name in ("width", "logdet"):
+        try:
+            getattr(ts, name)()
+        except AttributeError as e:
+            assert name in str(e) and "kind='ts'" in str(e)
+        else:
+            raise AssertionError(f"{name}: a kind='ts' baseline answered")
+    assert not isinstance(ts, UCBPolicy) and not isinstance(ucb, UCBPolicy)
