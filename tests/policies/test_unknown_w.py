@@ -157,21 +157,6 @@ def test_simulate_runs_latent_w_and_gen_rank_ts_vmapped(env):
     assert np.all(np.isfinite(ds["regret"].values)) and np.all(ds["regret"].values > -1e-9)
 
 
-def test_simulate_equals_the_class_api(env):
-    """Run 0 of simulate replays the class API's choices (same keys, same noise)."""
-    from bayesrank.simulation.simulate import noise_key, policy_seed
-
-    T = 25
-    ds = br.simulate(env, {"latent": lambda s: _latent(env, seed=s)}, T=T, runs=1,
-                     seed=7, progress=False, record_lists=True)
-    pol = _latent(env, seed=policy_seed(7, 0))
-    nk = noise_key(7, 0)
-    for t in range(T):
-        it = pol.select()
-        np.testing.assert_array_equal(it, ds["lists"].values[0, 0, t])
-        pol.update(it, np.asarray(env.sample(jax.random.fold_in(nk, t), it)))
-
-
 @pytest.mark.slow
 def test_catalogue_scale_select_takes_the_separable_path(env):
     """For a fixed draw the pair score is separable: the latent-w tables are of the

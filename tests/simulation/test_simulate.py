@@ -4,6 +4,7 @@ import json
 
 import jax
 import numpy as np
+import numpyro.distributions as dist
 import pytest
 import xarray as xr
 
@@ -25,9 +26,13 @@ def _factories(env):
 
 
 def test_single_run_equals_python_loop(env):
+    """Run 0 of simulate replays the class API's choices (same keys, same noise), for
+    known w, w = 0 and w learned as a latent variable."""
     T = 40
-    ds = simulate(env, _factories(env), T=T, runs=1, seed=11, record_lists=True, progress=False)
-    for name, fac in _factories(env).items():
+    facs = dict(_factories(env), **{"RankTS (latent w)": lambda s: RankTS(
+        items=env.items, L=env.L, w=dist.Normal(0.0, 3.0), v0=env.v0, seed=s)})
+    ds = simulate(env, facs, T=T, runs=1, seed=11, record_lists=True, progress=False)
+    for name, fac in facs.items():
         pol = fac(policy_seed(11, 0))
         nk = noise_key(11, 0)
         regrets, lists = [], []
