@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from numpyro.infer.hmc import HMCState, hmc
 from numpyro.infer.hmc_util import IntegratorState, warmup_adapter
 from numpyro.infer.initialization import init_to_median
@@ -62,31 +63,60 @@ def build_kernel(
     dense_mass: bool,
     target_accept_prob: float,
     max_tree_depth: int,
+    staged: bool = False,
 ) -> Kernel:
-    """Initialise a NUTS kernel on template data ``args = (x, y, mask)``."""
-    info = initialize_model(
-        jax.random.key(0),
-        masked_model,
-        model_args=args,
-        dynamic_args=True,
-        init_strategy=init_to_median,
-    )
-    init_kernel, sample_kernel = hmc(potential_fn_gen=info.potential_fn, algo="NUTS")
-    hmc0 = init_kernel(
-        info.param_info,
-        num_warmup,
-        dense_mass=dense_mass,
-        target_accept_prob=target_accept_prob,
-        max_tree_depth=max_tree_depth,
-        model_args=args,
-        rng_key=jax.random.key(0),
-    )
+    """Initialise a NUTS kernel on template data ``args = (x, y, mask)`` (host
+    arrays). The result is concrete even when called inside a trace.
+
+    ``staged=True`` computes the start (NumPyro's initial values at the prior
+    median, their potential and gradient, the first HMC state) as one compiled
+    program instead of op by op, which a new process reads from the persistent
+    cache at once instead of ~150 small programs. Only for models whose latent
+    sites all have parameter-free supports: the traced model's transforms then hold
+    no traced values. A start that is not finite is recomputed eagerly, so NumPyro's
+    own check raises.
+    """
+    made = {}
+
+    def start(key_data, args):
+        key = jax.random.wrap_key_data(key_data)
+        info = initialize_model(
+            key,
+            masked_model,
+            model_args=args,
+            dynamic_args=True,
+            init_strategy=init_to_median,
+        )
+        init_kernel, sample_kernel = hmc(potential_fn_gen=info.potential_fn, algo="NUTS")
+        made.update(info=info, init_kernel=init_kernel, sample_kernel=sample_kernel)
+        return init_kernel(
+            info.param_info,
+            num_warmup,
+            dense_mass=dense_mass,
+            target_accept_prob=target_accept_prob,
+            max_tree_depth=max_tree_depth,
+            model_args=args,
+            rng_key=key,
+        )
+
+    with jax.ensure_compile_time_eval():
+        key_data = np.asarray(jax.random.key_data(jax.random.key(0)))
+    if staged:
+        # ahead of time: traced with the data as arguments, then run as compiled
+        hmc0 = jax.jit(start).lower(key_data, args).compile()(key_data, args)
+        start_values = (hmc0.z, hmc0.z_grad, hmc0.potential_energy)
+        if not all(np.isfinite(np.asarray(a)).all() for a in jax.tree.leaves(start_values)):
+            staged = False
+    if not staged:
+        with jax.ensure_compile_time_eval():  # op by op, even inside a trace
+            hmc0 = start(key_data, args)
+    info = made["info"]
     wa_init, _ = warmup_adapter(
         num_warmup, dense_mass=dense_mass, target_accept_prob=target_accept_prob
     )
     return Kernel(
-        init_kernel,
-        sample_kernel,
+        made["init_kernel"],
+        made["sample_kernel"],
         info.potential_fn,
         info.postprocess_fn,
         hmc0,

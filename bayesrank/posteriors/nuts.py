@@ -70,7 +70,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
-from numpyro.distributions import biject_to
+from numpyro.distributions import biject_to, constraints
 from numpyro.infer.util import potential_energy as _potential_energy
 from numpyro.primitives import Messenger
 
@@ -189,6 +189,14 @@ def _raise_overflow(full, n_max):
 _UPDATE = jit_method("_update_core", static_argnums=5)
 _DRAW = jit_method("_draw_core")
 _POTENTIAL = jit_method("_potential_core")
+
+
+def _base_support(fn):
+    """A distribution's support without its ``independent`` wrappers."""
+    support = fn.support
+    while isinstance(support, constraints.independent):
+        support = support.base_constraint
+    return support
 
 
 class NumPyroModel(Part):
@@ -328,16 +336,30 @@ class NumPyroModel(Part):
     def _check_theta_site(self, p: int) -> None:
         x = jnp.zeros((3, p))
         y = jnp.zeros(3)
+        box = {}
+
+        def run(x, y):  # traced, not computed: one abstract pass, no op-by-op work
+            box["tr"] = numpyro.handlers.trace(
+                numpyro.handlers.seed(self.model, 0)
+            ).get_trace(x, y)
+            return {k: s["value"] for k, s in box["tr"].items() if "value" in s}
+
         try:
-            tr = numpyro.handlers.trace(numpyro.handlers.seed(self.model, 0)).get_trace(
-                x, y
-            )
+            shapes = jax.eval_shape(run, x, y)
         except Exception as err:  # the user's model failed on dummy data
             raise ValueError(
                 f"model: tracing model(x, y) on dummy data x {x.shape}, y {y.shape} "
                 f"failed ({type(err).__name__}: {err}); models must accept any "
                 "feature dimension p, or pass dim= the p they expect"
             ) from err
+        tr = {k: dict(s, value=shapes.get(k)) for k, s in box["tr"].items()}
+        # Every latent site's support without parameters: the kernel's start can
+        # then be computed as one compiled program (numpyro_compat.build_kernel).
+        self._param_free = all(
+            isinstance(_base_support(s["fn"]), constraints.ParameterFreeConstraint)
+            for s in tr.values()
+            if s["type"] == "sample" and not s["is_observed"]
+        )
         site = tr.get(self.theta_site)
         w = tr.get(self.w_site)
         self.latent_w = (
@@ -377,27 +399,29 @@ class NumPyroModel(Part):
         key = (p, str(dtype))
         if key in self._cache:
             return self._cache[key]
-        # built eagerly even when first reached inside jit/vmap: the cache outlives traces
-        with jax.ensure_compile_time_eval():
-            if p != self._dim:
-                self._check_theta_site(p)
-            kernel = build_kernel(
-                self._masked_model,
-                self._empty_data(p),
-                num_warmup=self.num_warmup,
-                dense_mass=self.dense_mass,
-                target_accept_prob=self.target_accept_prob,
-                max_tree_depth=self.max_tree_depth,
-            )
+        # concrete even when first reached inside jit/vmap: the cache outlives traces
+        # (the site check is abstract; build_kernel computes outside any trace)
+        if p != self._dim:
+            self._check_theta_site(p)
+        kernel = build_kernel(
+            self._masked_model,
+            self._empty_data(p),
+            num_warmup=self.num_warmup,
+            dense_mass=self.dense_mass,
+            target_accept_prob=self.target_accept_prob,
+            max_tree_depth=self.max_tree_depth,
+            staged=self._param_free,
+        )
         self._cache[key] = kernel
         return kernel
 
     def _empty_data(self, p: int):
+        """Template data (host arrays: concrete inside any trace)."""
         dtype = jnp.result_type(float)
         return (
-            jnp.zeros((self.n_max, p), dtype),
-            jnp.zeros((self.n_max,), dtype),
-            jnp.zeros((self.n_max,), bool),
+            np.zeros((self.n_max, p), dtype),
+            np.zeros((self.n_max,), dtype),
+            np.zeros((self.n_max,), bool),
         )
 
     def _theta_of(self, mach: Kernel, z, x, y, mask):
