@@ -6,6 +6,8 @@ Measures, for BayesGLM (logistic, L positions, d features, n_max buffer):
 * time per round after compilation, called from Python (jitted round, one call each);
 * a ``lax.scan`` over ``--rounds`` rounds of update + draw on synthetic data;
 * the same scan vmapped over ``--runs`` independent runs;
+* the L positions' chains in turn (``lax.map``, the CPU default) against batched
+  (``vmap``): compile time and time per round of the jitted round;
 * the naive alternative: a fresh ``numpyro.infer.MCMC.run`` per position per round
   (warm-up ``--mcmc-warmup``, 5 draws), and a re-run from ``post_warmup_state``
   (no warm-up), for ``--mcmc-rounds`` rounds each.
@@ -143,6 +145,29 @@ def main(argv=None) -> dict:
         res["vmap_compile_s"] = time.perf_counter() - t0
         _, res["vmap_scan_s"] = _timed(vcomp, states, rkeys, X, Y)
         res["vmap_runs"] = R
+
+    # ---- the L chains in turn (lax.map) against batched (vmap), same run
+    from bayesrank.posteriors import nuts as nuts_module
+
+    for name, in_turn in (("in_turn", True), ("batched", False)):
+        nuts_module.POSITIONS_IN_TURN = in_turn
+        jax.clear_caches()  # the setting is read at trace time: trace afresh
+        t0 = time.perf_counter()
+        one = jax.jit(lambda s, k, x, y: round_fn(s, k, x, y)).lower(
+            state0, keys[0], X[0], Y[0]).compile()
+        res[f"positions_{name}_compile_s"] = time.perf_counter() - t0
+        state = state0
+        for t in range(20):
+            _, state = one(state, keys[t], X[t], Y[t])
+        jax.block_until_ready(state)
+        t0 = time.perf_counter()
+        for t in range(20, n_loop):
+            _, state = one(state, keys[t], X[t], Y[t])
+        jax.block_until_ready(state)
+        res[f"positions_{name}_round_ms"] = 1e3 * (time.perf_counter() - t0) / (n_loop - 20)
+    nuts_module.POSITIONS_IN_TURN = None
+    res["positions_batched_over_in_turn"] = (
+        res["positions_batched_round_ms"] / res["positions_in_turn_round_ms"])
 
     # ---- naive: MCMC.run per position per round (data grow -> new shapes)
     glm = model.model

@@ -191,6 +191,18 @@ _DRAW = jit_method("_draw_core")
 _POTENTIAL = jit_method("_potential_core")
 
 
+#: How the L positions' chains advance: in turn (``lax.map``, True) or batched
+#: (``vmap``, False); None: in turn on CPU, batched on other backends. Read when a
+#: program is traced: set it before building policies (``benchmarks/nuts.py``
+#: measures both).
+POSITIONS_IN_TURN: bool | None = None
+
+
+def _vmap_map(f, xs):
+    """``jax.lax.map``'s signature, batched with vmap."""
+    return jax.vmap(f)(xs)
+
+
 def _base_support(fn):
     """A distribution's support without its ``independent`` wrappers."""
     support = fn.support
@@ -613,8 +625,16 @@ class NumPyroModel(Part):
 
             return jax.lax.scan(body, h, None, length=self.steps_per_round)
 
-        hs, (sampling, div, acc, steps, thetas) = jax.vmap(one)(
-            hs, keys, state.x, state.y, mask
+        # The L chains: one after another on CPU, batched elsewhere. Batching NUTS's
+        # nested while loops costs a new process most of its first round's tracing,
+        # and the batched loops run until the longest tree ends (docs/performance.md,
+        # "Why the code is written this way").
+        in_turn = POSITIONS_IN_TURN
+        if in_turn is None:
+            in_turn = jax.default_backend() == "cpu"
+        each = jax.lax.map if in_turn else _vmap_map
+        hs, (sampling, div, acc, steps, thetas) = each(
+            lambda a: one(*a), (hs, keys, state.x, state.y, mask)
         )
         theta = thetas[:, -1]
         k = state.rounds + 1
