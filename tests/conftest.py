@@ -20,7 +20,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_enable_x64", os.environ.get("BAYESRANK_TEST_X64", "1") == "1")
 # the same random streams on every supported jax (the default since jax 0.5; the
 # floors in .ci/floors.txt are older), so seeded statistical checks see the same draws
 jax.config.update("jax_threefry_partitionable", True)
