@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import numpy as np
 import pytest
 
@@ -190,3 +191,8 @@ def test_instance_constants_leave_out_the_inert_w1_when_v0_is_zero():
 def test_w_max_realised_of_the_paper_panels(K, w_max, realised):
     env = RankingEnv.paper(seed=0, K=K, L=4, d=10, w_max=w_max)
     assert theorems.w_max_realised(env) == pytest.approx(realised, rel=1e-3)
+
+
+def test_this_file_runs_in_float64():
+    """Listed in conftest.X64: the bounds above are compared at 1e-10."""
+    assert jax.numpy.asarray(1.0).dtype == jax.numpy.float64
