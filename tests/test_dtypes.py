@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import conftest
 import jax
 import jax.numpy as jnp
-
-import conftest
 
 ROOT = Path(__file__).resolve().parent.parent
 
