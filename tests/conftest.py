@@ -8,14 +8,19 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 # cache cannot share; JAX's persistent cache is keyed by the compiled program, so they
 # compile once per session (and once per machine across runs). The directory is the
 # repository's own ignored .pytest_cache (the cache is trusted code: never a shared
-# /tmp path). Subprocesses (the CLI, notebook kernels) inherit it.
+# /tmp path), one folder per pytest-xdist worker; subprocesses (the CLI, notebook
+# kernels) inherit their worker's. One folder per process, never shared while in use:
+# an unbounded cache does not lock, and a worker that read a program the other was
+# still writing crashed. Unbounded, because a bounded cache (what users get,
+# bayesrank._cache.MAX_BYTES) reads every entry's size and access time on each write:
+# 32 microseconds per entry on this machine, so after the default tier's thousands of
+# programs each new one cost a few hundred ms (docs/testing.md).
 _JAX_CACHE = Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_JAX_CACHE))
+os.environ["JAX_COMPILATION_CACHE_DIR"] = str(
+    _JAX_CACHE / os.environ.get("PYTEST_XDIST_WORKER", "main"))
+os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = "-1"
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
-# bounded, so JAX locks reads and writes: the two xdist workers share the cache, and an
-# unlocked read of a program the other worker is writing crashes the reader
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import jax  # noqa: E402
