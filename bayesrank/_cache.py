@@ -13,24 +13,30 @@ Where the cache lives, first match wins:
    ``jax.config.update("jax_compilation_cache_dir", ...)``): left alone;
 4. ``$XDG_CACHE_HOME/bayesrank/jax`` (``~/.cache/bayesrank/jax`` when unset).
 
-Clearing it is deleting that folder (``bayesrank.compilation_cache()`` returns it);
-it holds only XLA executables, which JAX re-creates when missing or stale (the key
-includes the jax and jaxlib versions and the device).
+Clearing it is ``bayesrank cache --clear`` (or deleting that folder;
+``bayesrank.compilation_cache()`` returns it); it holds only XLA executables, which JAX
+re-creates when missing or stale (the key includes the jax and jaxlib versions and the
+device). ``bayesrank cache`` says where it is and how many programs it holds.
 Every program is written, however quick its compilation: a first round at
 K = 10,000 compiles several programs that are each quick to compile but add up
 (figures: docs/performance.md, "Why the code is written this way"). The cache is bounded
 (:data:`MAX_BYTES`, least recently used programs go first), which also makes JAX lock
 each read and write, so processes sharing it (pytest-xdist workers, Dask workers)
-never read a half-written program.
+never read a half-written program. The price: before each write JAX reads the size
+and access time of every entry, so a cache of many programs slows every program
+compiled for the first time (measured in docs/performance.md, "What a full cache
+costs"). Clearing it now and then keeps that small.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
-__all__ = ["MAX_BYTES", "MIN_COMPILE_SECONDS", "compilation_cache", "default_cache_dir"]
+__all__ = ["MAX_BYTES", "MIN_COMPILE_SECONDS", "clear", "compilation_cache",
+           "configured_dir", "contents", "default_cache_dir"]
 
 #: The cache's size bound (bytes). A bound makes JAX evict the least recently used
 #: programs *and* lock each read and write (the filelock package): without it, a
@@ -45,6 +51,54 @@ def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/bayesrank/jax``, or ``~/.cache/bayesrank/jax``."""
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "bayesrank" / "jax"
+
+
+def configured_dir() -> Path | None:
+    """The folder this process's environment points the cache at (rules 2-4), or None
+    when it is off; reads only environment variables (no JAX import)."""
+    env = os.environ.get("BAYESRANK_CACHE_DIR")
+    if env is not None:
+        return Path(env).expanduser() if env else None
+    if os.environ.get("JAX_ENABLE_COMPILATION_CACHE", "").strip().lower() in ("false", "0"):
+        return None
+    jax_dir = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    return Path(jax_dir).expanduser() if jax_dir else default_cache_dir()
+
+
+#: JAX's layout: a program under ``<name>-<sha256 hex>-cache`` and, in a bounded cache,
+#: its last use under ``...-atime``. Only such files are counted and cleared.
+_ENTRY = re.compile(r".+-[0-9a-f]{64}-(cache|atime)")
+
+
+def _entries(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return [f for f in folder.iterdir()
+            if _ENTRY.fullmatch(f.name) and f.is_file() and not f.is_symlink()]
+
+
+def contents(folder: str | os.PathLike) -> tuple[int, int]:
+    """The number of compiled programs in ``folder`` and the bytes their files take
+    (0, 0 when the folder does not exist)."""
+    files = _entries(Path(folder))
+    return (sum(f.name.endswith("-cache") for f in files),
+            sum(f.stat().st_size for f in files))
+
+
+def clear(folder: str | os.PathLike) -> tuple[int, int]:
+    """Delete the compiled programs in ``folder`` (JAX's files only: anything else
+    there, and the folder itself, stay). Returns what was removed, as :func:`contents`.
+    """
+    programs = size = 0
+    for f in _entries(Path(folder)):
+        try:
+            nbytes = f.stat().st_size
+            f.unlink()
+        except FileNotFoundError:  # another process evicted it meanwhile
+            continue
+        size += nbytes
+        programs += f.name.endswith("-cache")
+    return programs, size
 
 
 def _apply(path: Path | None) -> Path | None:

@@ -1,4 +1,4 @@
-"""The ``bayesrank`` command line: demo, reproduce, sweep, bench, calibrate.
+"""The ``bayesrank`` command line: demo, reproduce, sweep, bench, calibrate, study, cache.
 
 Bad flags print the usage of the subcommand they were given to (exit code 2), never
 a traceback; numeric flags are checked while parsing, before anything runs or prints.
@@ -8,8 +8,11 @@ a traceback; numeric flags are checked while parsing, before anything runs or pr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+from bayesrank import _cache  # no JAX: environment variables and files
 
 __all__ = ["build_parser", "main"]
 
@@ -171,6 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--models", nargs="+", default=None, metavar="NAME",
                    help="labels to run (default all; see the report for names)")
     c.add_argument("--seed", type=int, default=0)
+    k = sub.add_parser(
+        "cache", help="where the compilation cache is and what it holds; --clear empties it"
+    )
+    k.add_argument("--clear", action="store_true",
+                   help="delete its compiled programs (JAX rebuilds them when needed)")
     p._subcommands = dict(sub.choices)  # for subcommand-level usage errors
     return p
 
@@ -257,6 +265,8 @@ def main(argv=None) -> int:
             from bayesrank.studies import cli as studies_cli
 
             studies_cli.run(args)
+        elif args.command == "cache":
+            _cache_command(clear=args.clear)
         elif args.command == "calibrate":
             from bayesrank.studies.calibration.cli import run_calibrate_cli
 
@@ -267,6 +277,32 @@ def main(argv=None) -> int:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         subparser.exit(2, f"bayesrank {args.command}: error: {msg}\n")
     return 0
+
+
+def _cache_command(clear: bool = False) -> None:
+    """``bayesrank cache [--clear]``: environment variables and files only, no JAX."""
+    folder = _cache.configured_dir()
+    if folder is None:
+        print("compilation cache: off (BAYESRANK_CACHE_DIR is empty or JAX's cache "
+              "is disabled); nothing to clear" if clear else "compilation cache: off")
+        return
+    if clear:
+        programs, size = _cache.clear(folder)
+        print(f"compilation cache: {folder}\nremoved {programs:,} compiled programs "
+              f"({size / 2**20:,.1f} MiB)")
+        return
+    programs, size = _cache.contents(folder)
+    try:
+        bound = int(os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", "-1"))
+    except ValueError:
+        bound = -1
+    print(f"compilation cache: {folder}\n{programs:,} compiled programs "
+          f"({size / 2**20:,.1f} MiB; "
+          + (f"bounded at {bound / 2**20:,.0f} MiB)" if bound > 0 else "unbounded)")
+          + ("" if folder.is_dir() else ", folder not created yet"))
+    if bound > 0 and programs >= 5_000:
+        print("each program compiled for the first time reads every entry first: "
+              "`bayesrank cache --clear` keeps new configurations quick")
 
 
 def _run_bench(which=(), quick: bool = False) -> None:

@@ -12,9 +12,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 # kernels) inherit their worker's. One folder per process, never shared while in use:
 # an unbounded cache does not lock, and a worker that read a program the other was
 # still writing crashed. Unbounded, because a bounded cache (what users get,
-# bayesrank._cache.MAX_BYTES) reads every entry's size and access time on each write:
-# 32 microseconds per entry on this machine, so after the default tier's thousands of
-# programs each new one cost a few hundred ms (docs/testing.md).
+# bayesrank._cache.MAX_BYTES) reads every entry's size and access time on each write,
+# which after the default tier's thousands of programs slowed every later compilation
+# (figures: docs/testing.md).
 _JAX_CACHE = Path(__file__).resolve().parent.parent / ".pytest_cache" / "jax-compilation"
 os.environ["JAX_COMPILATION_CACHE_DIR"] = str(
     _JAX_CACHE / os.environ.get("PYTEST_XDIST_WORKER", "main"))

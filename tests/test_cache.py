@@ -76,9 +76,46 @@ def test_compilation_cache_refuses_what_is_not_a_folder(path, error):
     assert br.compilation_cache() == before  # unchanged
 
 
+def _cli(*args, **env) -> str:
+    return _python(f"from bayesrank.cli import main\nmain({list(args)!r})", **env)
+
+
+def test_bayesrank_cache_counts_and_clears_only_jax_programs(tmp_path):
+    """``bayesrank cache`` counts the programs a real run wrote (each is a -cache and an
+    -atime file in a bounded cache, beside JAX's lock file); ``--clear`` removes them and
+    nothing else."""
+    folder = tmp_path / "c"
+    _python(COMPILE_AND_REPORT, BAYESRANK_CACHE_DIR=str(folder))
+    written = sorted(f.name for f in folder.iterdir() if f.name != ".lockfile")
+    programs = len(written) // 2
+    assert programs > 0 and len(written) == 2 * programs
+    decoys = ["notes.txt", "mine-cache", "x-" + "0" * 63 + "-cache"]  # not JAX's names
+    for name in decoys:
+        (folder / name).write_text("keep")
+    env = {"BAYESRANK_CACHE_DIR": str(folder)}
+    assert f"\n{programs:,} compiled programs" in _cli("cache", **env)
+    assert f"removed {programs:,} compiled programs" in _cli("cache", "--clear", **env)
+    assert sorted(f.name for f in folder.iterdir()) == sorted([*decoys, ".lockfile"])
+    assert "\n0 compiled programs" in _cli("cache", **env)
+
+
+@pytest.mark.parametrize(("env", "says"), [
+    ({"BAYESRANK_CACHE_DIR": ""}, "compilation cache: off"),
+    ({"JAX_ENABLE_COMPILATION_CACHE": "false"}, "compilation cache: off"),
+    ({"JAX_COMPILATION_CACHE_DIR": "/nowhere/mine"}, "/nowhere/mine\n0 compiled programs"),
+])
+def test_bayesrank_cache_follows_the_same_rules_as_import(env, says, tmp_path):
+    out = _cli("cache", XDG_CACHE_HOME=str(tmp_path), **env)
+    assert says in out
+    # and import bayesrank agrees
+    where = _python("import bayesrank as br\nprint(br.compilation_cache())",
+                    XDG_CACHE_HOME=str(tmp_path), **env)
+    assert where == ("None" if "off" in says else "/nowhere/mine")
+
+
 @pytest.mark.parametrize(
     "argv", [["--help"], ["--version"], ["demo", "--K", "x"], ["study", "--help"],
-             ["calibrate", "--help"]]
+             ["calibrate", "--help"], ["cache"]]
 )
 def test_the_command_line_answers_without_importing_jax(argv):
     code = (
