@@ -47,10 +47,11 @@ def main() -> None:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
 
-    from bayesrank.decoding import graph, scores
+    from bayesrank.decoding import graph
     from bayesrank.decoding.api import best_list
     from bayesrank.decoding.dense import decode_in_jit, dp_decode
     from bayesrank.decoding.separable import separable_decode
+    from bayesrank.model import scores
     from bayesrank.simulation.env import RankingEnv
 
     reps = 20 if args.quick else 200

@@ -55,8 +55,9 @@ def test_exact_models_pass_and_the_negative_control_is_flagged(quick):
 def test_every_model_node_holds_its_ranks_and_settings(quick):
     _, dt = quick
     s = registry.QUICK
-    D = s.design.L * s.design.d
     for name in dt["model"].values:
+        # theta per position, and w_l too where w is latent (RankTS(w=<prior>))
+        D = s.design.L * (s.design.d + ("Latent" in name))
         ds = dt[f"models/{name}"].to_dataset()
         ranks = ds["ranks"]
         assert ranks.dims == ("simulation", "coordinate")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import jax
 import numpy as np
 import pytest
 import xarray as xr
@@ -410,18 +411,21 @@ def test_latent_w_cell_equals_simulate_of_rankts_with_that_prior(latent_sweep):
     from bayesrank.simulation.simulate import simulate
 
     spec, ds = latent_sweep
+    # float32: the sweep's program and simulate's round the regret differently in the
+    # last bit (1 ulp seen); one different list in a run moves it by far more than 1e-5
+    tol = 1e-9 if jax.config.jax_enable_x64 else 1e-5
     for cell, prior in zip(spec.cells, (dist.Normal(0.0, 2.0), dist.Cauchy(0.0, 2.0))):
         env = cell.env.build()
         ref = simulate(
             env,
-            {"ts": lambda s, prior=prior: RankTS(
+            {"ts": lambda s, prior=prior, env=env: RankTS(
                 model=GaussianLinear(), items=env.items, L=env.L, w=prior, v0=env.v0,
                 seed=s)},
             T=spec.settings.T, runs=spec.settings.runs, seed=spec.settings.seed,
             progress=False,
         )
         np.testing.assert_allclose(ds["regret"].values[cell.index],
-                                   ref["regret"].values[0], rtol=1e-9, atol=1e-9)
+                                   ref["regret"].values[0], rtol=tol, atol=tol)
     assert ds["w_prior"].values.tolist() == ["normal", "cauchy"]
 
 
