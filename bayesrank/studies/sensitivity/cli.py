@@ -9,6 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bayesrank.studies.sensitivity.config import load_config
+from bayesrank.studies.sensitivity.report import write_report
+from bayesrank.studies.sensitivity.run import run_sweep
+
 __all__ = ["run_sweep_cli"]
 
 
@@ -66,10 +70,6 @@ def run_sweep_cli(
         >>> "report.md" in written and "regret_heatmap.png" in written
         True
     """
-    from bayesrank.studies.sensitivity.config import load_config  # deferred: CLI glue
-    from bayesrank.studies.sensitivity.report import write_report  # deferred: CLI glue
-    from bayesrank.studies.sensitivity.run import run_sweep  # deferred: CLI glue
-
     if executor not in (None, "local", "dask"):
         raise ValueError(f"executor: expected 'local' or 'dask', got {executor!r}")
     spec = load_config(config_path, quick=quick)
