@@ -80,9 +80,14 @@ def _entries(folder: Path) -> list[Path]:
 def contents(folder: str | os.PathLike) -> tuple[int, int]:
     """The number of compiled programs in ``folder`` and the bytes their files take
     (0, 0 when the folder does not exist)."""
-    files = _entries(Path(folder))
-    return (sum(f.name.endswith("-cache") for f in files),
-            sum(f.stat().st_size for f in files))
+    programs = size = 0
+    for f in _entries(Path(folder)):
+        try:
+            size += f.stat().st_size
+        except FileNotFoundError:  # evicted by another process meanwhile
+            continue
+        programs += f.name.endswith("-cache")
+    return programs, size
 
 
 def clear(folder: str | os.PathLike) -> tuple[int, int]:
@@ -94,7 +99,7 @@ def clear(folder: str | os.PathLike) -> tuple[int, int]:
         try:
             nbytes = f.stat().st_size
             f.unlink()
-        except FileNotFoundError:  # another process evicted it meanwhile
+        except FileNotFoundError:  # evicted by another process meanwhile
             continue
         size += nbytes
         programs += f.name.endswith("-cache")

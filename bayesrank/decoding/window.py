@@ -68,7 +68,7 @@ def window_decode(scores, *, mask=None):
     scores = [as_float(s) for s in scores]
     if mask is not None:
         m = jnp.asarray(mask, bool)
-        scores = [jnp.where(m, s, -jnp.inf) for s in scores]  # keeps s's dtype
+        scores = [jnp.where(m, s, -jnp.inf) for s in scores]  # -inf takes s's dtype
     if S == 1:  # no dependence between positions
         stacked = jnp.stack(scores)  # (L, K)
         return jnp.argmax(stacked, axis=1).astype(jnp.int32), jnp.sum(
