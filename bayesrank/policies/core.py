@@ -45,7 +45,7 @@ class PolicyState(NamedTuple):
         >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
         >>> state = br.RankTS(items=env.items, w=env.w).core.init()   # a PolicyState
         >>> state.items.shape, state.active.shape, state.model.n.tolist()
-        ((10, 10), (10,), [0, 0, 0, 0])
+        ((10, 10), (10,), [0.0, 0.0, 0.0, 0.0])
     """
 
     model: Any  # the posterior's state, batched over the L positions

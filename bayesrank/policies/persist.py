@@ -19,6 +19,7 @@ a crash never leaves half a file under the target's name.
   ``yy`` are >= 0, slice widths and NIG rates > 0, precisions symmetric positive
   definite (their Cholesky factors match them), the Gram blocks ``Saa``/``Spp``
   and the joint ``[[Saa, Sap], [Sap^T, Spp]]`` symmetric positive semi-definite,
+  a learnt-scale model's sums ``S`` and ``[[S, u], [u^T, q]]`` likewise (``q`` >= 0),
   and a latent w's chain inside its prior's support;
 * a SHA-256 digest (``digest``: over every array's name, dtype, shape and bytes,
   ``config_json`` included) is written at save and checked last at load, so an edit
@@ -303,7 +304,7 @@ def _check_psd(a: np.ndarray, tol: float, what: str) -> None:
 
 
 #: State fields (by name) and what they must satisfy beyond being finite.
-_NON_NEGATIVE = ("n", "yy", "accept_sum")
+_NON_NEGATIVE = ("n", "yy", "q", "accept_sum")
 _POSITIVE = ("width", "rate")
 
 
@@ -338,6 +339,16 @@ def _check_state(obj, state, ref_items: np.ndarray) -> None:
         joint = np.concatenate([np.concatenate([saa, sap], -1),
                                 np.concatenate([np.swapaxes(sap, -1, -2), spp], -1)], -2)
         _check_psd(joint.astype(float), tol, f"{wa}, Sap and Spp together")
+    if all(k in fields for k in ("S", "u", "q")):  # a learnt-scale model's sums
+        (ws, S), (_, u), (_, q) = fields["S"], fields["u"], fields["q"]
+        n = fields["n"][1] if "n" in fields else np.zeros(1)
+        tol = _gram_tol(S, float(np.max(n, initial=0.0)))
+        _check_psd(_check_symmetric(S, tol, ws), tol, ws)
+        # the Gram matrix of (x, r): [[S, u], [u^T, q]] (Cauchy-Schwarz)
+        joint = np.concatenate([np.concatenate([S, u[..., None]], -1),
+                                np.concatenate([u[..., None, :], q[..., None, None]], -1)],
+                               -2)
+        _check_psd(joint.astype(float), tol, f"{ws}, u and q together")
     prior = getattr(obj.model, "w_prior", None)
     if prior is not None and "w" in fields:
         what, w = fields["w"]

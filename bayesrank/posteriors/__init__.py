@@ -1,7 +1,8 @@
 """Per-position posterior models; :mod:`bayesrank.posteriors.base` is the contract.
 
 Conjugate Gaussian models (exact, closed form) live in :mod:`.gaussian`; the linear
-algebra they share with the UCB policies in :mod:`.linalg`; the ArviZ DataTree
+algebra they share with the UCB policies in :mod:`.linalg`; the default that learns the
+prior's and the noise's scale (``GaussianLinear()``) in :mod:`.scaled`; the ArviZ DataTree
 builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
 :mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
 conjugate models does not import NumPyro. :mod:`.laplace` holds the Laplace GLM
@@ -25,6 +26,7 @@ from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
 from bayesrank.posteriors.latent import latent_model
 from bayesrank.posteriors.latent_laplace import LatentLaplace, LatentLaplaceState
 from bayesrank.posteriors.latent_w import LatentW, LatentWState
+from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState
 
 _LAZY = {
     "BayesGLM": "bayesrank.posteriors.nuts",
@@ -48,6 +50,8 @@ __all__ = [
     "LatentLaplaceState",
     "LatentW",
     "LatentWState",
+    "LearntScaleLinear",
+    "LearntScaleState",
     "MaskObserved",
     "NIGState",
     "NumPyroModel",

@@ -119,7 +119,7 @@ def update_many(model, state, X, Y, valid=None):
         >>> state = update_many(model, model.init(L=2, p=2), jnp.ones((5, 2, 2)),
         ...                     jnp.ones((5, 2)))
         >>> state.n.tolist()
-        [5, 5]
+        [5.0, 5.0]
     """
     if valid is None:
         valid = jnp.ones(Y.shape, bool)

@@ -75,6 +75,8 @@ from bayesrank._validate import check_int, check_real
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
+from bayesrank.posteriors.datatree import make_datatree
+from bayesrank.posteriors.w_prior import is_distribution
 
 __all__ = [
     "GaussianLinear",
@@ -89,7 +91,7 @@ class GaussianState(NamedTuple):
 
     Example:
         >>> from bayesrank.posteriors import GaussianLinear
-        >>> state = GaussianLinear().init(L=4, p=3)
+        >>> state = GaussianLinear(prior_scale=1.0, noise_scale=1.0).init(L=4, p=3)
         >>> state.prec.shape, state.n.tolist()
         ((4, 3, 3), [0, 0, 0, 0])
     """
@@ -121,6 +123,18 @@ class NIGState(NamedTuple):
     rate: jax.Array  # (L,) b_n, the inverse-gamma rate of s^2 (shape: a0 + n / 2)
     prec_lo: jax.Array  # (L, p, p) rounding error of the sum prec (compensated sum)
     b_lo: jax.Array  # (L, p) rounding error of the sum b
+
+
+#: The class ``GaussianLinear(...)`` builds when a scale is to be learnt (None or a
+#: distribution): :class:`bayesrank.posteriors.scaled.LearntScaleLinear`, which sets
+#: this when it is imported (``bayesrank.posteriors`` imports it), so that this module
+#: stays below it in the import graph.
+LEARNT_SCALE_CLASS = None
+
+
+def is_learnt(value) -> bool:
+    """Whether a scale argument asks for learning: None or a NumPyro distribution."""
+    return value is None or is_distribution(value)
 
 
 # --------------------------------------------------------------------- validation
@@ -496,8 +510,18 @@ class GaussianLinear(_ConjugateLinear):
         (4, 2)
     """
 
-    def __init__(self, prior_mean=0.0, prior_scale=1.0, noise_scale=1.0, *,
+    def __new__(cls, prior_mean=0.0, prior_scale=None, noise_scale=None, *,
+                discount=1.0):
+        if cls is GaussianLinear and (is_learnt(prior_scale) or is_learnt(noise_scale)):
+            return LEARNT_SCALE_CLASS(prior_mean, prior_scale, noise_scale,
+                                      discount=discount)
+        return super().__new__(cls)
+
+    def __init__(self, prior_mean=0.0, prior_scale=None, noise_scale=None, *,
                  discount=1.0):
+        # reached with a None only by a subclass: it keeps the fixed N(0, I), s = 1
+        prior_scale = 1.0 if prior_scale is None else prior_scale
+        noise_scale = 1.0 if noise_scale is None else noise_scale
         super().__init__(prior_mean, prior_scale, discount)
         self.noise_scale = _check_positive_scalar(noise_scale, "noise_scale")
 
@@ -608,8 +632,6 @@ class GaussianLinear(_ConjugateLinear):
             ValueError: bad position, or data whose length differs from the count
                 of observations in the state.
         """
-        from bayesrank.posteriors.datatree import make_datatree
-
         position = self._check_position(state, position)
         draws, chains = self._check_draws(draws, chains)
         data = self._check_data(data, state, position)
@@ -654,7 +676,9 @@ class GaussianLinear(_ConjugateLinear):
 
     @classmethod
     def from_config(cls, cfg: dict) -> GaussianLinear:
-        """Rebuild from :meth:`config` output."""
+        """Rebuild from :meth:`config` output (also a learnt-scale model's)."""
+        if isinstance(cfg, dict) and cfg.get("class") == "LearntScaleLinear":
+            return LEARNT_SCALE_CLASS.from_config(cfg)
         return cls(**cls._from_config_common(cfg))
 
 
@@ -805,8 +829,6 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         log InvGamma(sigma^2 | a0, b0) (the density of the variance, as specified).
         See :meth:`GaussianLinear.to_datatree` for ``data`` and the other arguments.
         """
-        from bayesrank.posteriors.datatree import make_datatree
-
         position = self._check_position(state, position)
         draws, chains = self._check_draws(draws, chains)
         data = self._check_data(data, state, position)

@@ -24,6 +24,7 @@ from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownN
 from bayesrank.posteriors.laplace import LaplaceGLM
 from bayesrank.posteriors.latent_laplace import LatentLaplace
 from bayesrank.posteriors.latent_w import LatentW
+from bayesrank.posteriors.scaled import LearntScaleLinear
 
 __all__ = ["is_latent", "latent_model"]
 
@@ -45,11 +46,11 @@ def latent_model(model, w_prior):
     Example:
         >>> import numpyro.distributions as dist, bayesrank as br
         >>> latent_model(br.GaussianLinear(), dist.Normal(0.0, 5.0))
-        LatentW(GaussianLinear(prior_mean=0.0, prior_scale=1.0, noise_scale=1.0), Normal(...))
+        LatentW(GaussianLinear(prior_mean=0.0, prior_scale=None, noise_scale=None), Normal(...))
     """
     if model is None:
         model = GaussianLinear()
-    if isinstance(model, (GaussianLinear, GaussianLinearUnknownNoise)):
+    if isinstance(model, (GaussianLinear, GaussianLinearUnknownNoise, LearntScaleLinear)):
         return LatentW(model, w_prior)
     if isinstance(model, LaplaceGLM):
         if model.link.name == "identity":

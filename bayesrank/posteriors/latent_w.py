@@ -65,6 +65,7 @@ from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
+from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState, grid_terms
 from bayesrank.posteriors.w_prior import (
     check_w_batch,
     check_w_prior,
@@ -172,7 +173,8 @@ class LatentW(Part):
     def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):
         if base is None:
             base = GaussianLinear()
-        if not isinstance(base, (GaussianLinear, GaussianLinearUnknownNoise)):
+        if not isinstance(base, (GaussianLinear, GaussianLinearUnknownNoise,
+                                 LearntScaleLinear)):
             raise TypeError(
                 "model: a latent w (w=<distribution>) needs GaussianLinear or "
                 f"GaussianLinearUnknownNoise, got {type(base).__name__}; GenRankTS "
@@ -187,6 +189,8 @@ class LatentW(Part):
         self.w_prior = check_w_prior(w_prior, None)
         self.slice_steps = slice_steps
         self.known_noise = isinstance(base, GaussianLinear)
+        #: a learnt-scale base: g (and s) integrated on its grid with theta
+        self.learnt = isinstance(base, LearntScaleLinear)
         self.discount = base.discount
 
     def __repr__(self) -> str:
@@ -207,6 +211,10 @@ class LatentW(Part):
 
     # ----------------------------------------------------------------- the prior
     def _theta_prior(self, d: int, dtype):
+        """(m0, P0); a learnt-scale base: m0 and the identity (the 2d relaxation's
+        ridge, which only locates the posterior)."""
+        if self.learnt:
+            return self.base._m0(d, dtype), jnp.eye(d, dtype=dtype)
         m0, P0, _, _ = self.base.prior(d)
         return m0.astype(dtype), P0.astype(dtype)
 
@@ -263,7 +271,10 @@ class LatentW(Part):
             raise ValueError(f"L: expected a positive integer, got {L!r}")
         L, d = int(L), int(p) // 2
         self.check_positions(L)
-        self.base.prior(d)  # checks the prior's dimension against d
+        if self.learnt:
+            self.base.init(L, d)  # checks the prior mean's dimension against d
+        else:
+            self.base.prior(d)  # checks the prior's dimension against d
         dtype = jnp.result_type(float)
         w, width = self._start(L, dtype)
         zm = jnp.zeros((L, d, d), dtype)
@@ -324,6 +335,15 @@ class LatentW(Part):
     def _log_marginal(self, stats, yy, n, w, m0, P0):
         """log p(w | D) - log p(w), up to a constant in w (one position, scalar w)."""
         Saa, Sap, Spp, ba, bp = stats
+        if self.learnt:  # g (and s) integrated on the base's grid
+            base = self.base
+            S = Saa + w * (Sap + Sap.T) + (w * w) * Spp
+            *_, loglik = grid_terms(S, ba + w * bp, yy, n, m0,
+                                    jnp.asarray(base.log_g, S.dtype),
+                                    base.learn_noise, base._sf(S.dtype))
+            out = jax.scipy.special.logsumexp(jnp.asarray(base.log_w0, S.dtype)
+                                              + loglik)
+            return jnp.where(jnp.isfinite(out), out, -jnp.inf)
         P = P0 + Saa + w * (Sap + Sap.T) + (w * w) * Spp
         half_logdet, quad = half_logdet_quad(P, P0 @ m0 + ba + w * bp)
         if self.known_noise:
@@ -454,8 +474,20 @@ class LatentW(Part):
             keys, jnp.arange(L), stats, state.yy, state.n, state.w, state.width
         )
 
+    def given_w(self, state: LatentWState, w) -> LearntScaleState:
+        """A learnt-scale base's state of the design ``a + w p``, w (L,): the sums
+        given w (theta | w, D is then the base's posterior)."""
+        Saa, Sap, Spp, ba, bp = self._stats(state)
+        wm = w[:, None, None]
+        S = Saa + wm * (Sap + jnp.swapaxes(Sap, 1, 2)) + wm * wm * Spp
+        u = ba + w[:, None] * bp
+        zero = jnp.zeros_like
+        return LearntScaleState(S, u, state.yy, state.n, zero(S), zero(u), zero(state.yy))
+
     def _theta_given_w(self, key, state, w):
         """theta (L, d) drawn exactly from p(theta | w, D) (and s^2 | w first)."""
+        if self.learnt:
+            return self.base.draw(key, self.given_w(state, w))[0]
         d = state.ba.shape[1]
         dtype = state.ba.dtype
         m0, P0 = self._theta_prior(d, dtype)
@@ -609,6 +641,12 @@ class LatentW(Part):
         m0, P0 = self._theta_prior(d, state.ba.dtype)
         stats = self._stats(state)
 
+        if self.learnt:  # E[theta | w] of the base, weighted over w's grid
+            def at(ws):  # ws (L,) -> (L, d)
+                return self.base.mean(self.given_w(state, ws))
+
+            return jnp.einsum("gl,gld->ld", wts.T, jax.vmap(at)(grid.T))
+
         def one_pos(st, ws, pw):
             def m_of(w):
                 C, b = self._conditional(st, w, m0, P0)
@@ -636,6 +674,21 @@ class LatentW(Part):
         jitter = (jax.random.uniform(k2, (L, n), grid.dtype) - 0.5) * h[:, None]
         return (jnp.take_along_axis(grid, idx, axis=1) + jitter).T
 
+    def draw_exact(self, key, state: LatentWState, n: int):
+        """n independent exact draws per position: w from its collapsed posterior
+        (:meth:`sample_w`), then theta | w. Unlike :meth:`draw_batch` (chains started
+        at the current w), these are i.i.d. posterior draws, for intervals and
+        diagnostics.
+
+        Returns:
+            ``(theta (n, L, d), w (n, L))``.
+        """
+        k_w, k_t = jax.random.split(key)
+        ws = self.sample_w(k_w, state, n)
+        thetas = jax.vmap(lambda k, w: self._theta_given_w(k, state, w))(
+            jax.random.split(k_t, n), ws)
+        return thetas, ws
+
     # ------------------------------------------------------------ diagnostics
     def to_datatree(self, state: LatentWState, position: int, *, key, data=None,
                     draws: int = 1000, chains: int = 4):
@@ -654,33 +707,31 @@ class LatentW(Part):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {v!r}")
         del data
-        n = int(draws) * int(chains)
-        k_w, k_t = jax.random.split(key)
-        ws = self.sample_w(k_w, state, n)  # (n, L)
-        thetas = jax.vmap(lambda k, w: self._theta_given_w(k, state, w))(
-            jax.random.split(k_t, n), ws
-        )  # (n, L, d)
+        thetas, ws = self.draw_exact(key, state, int(draws) * int(chains))
         w_pos = np.asarray(ws[:, position], float).reshape(chains, draws)
         th = np.asarray(thetas[:, position], float).reshape(chains, draws, -1)
         d = th.shape[-1]
-        m0, P0 = (np.asarray(a, float) for a in self._theta_prior(d, state.ba.dtype))
-        C0 = np.linalg.cholesky(P0)
-        r = (th - m0) @ C0
-        lp_theta = (-0.5 * d * math.log(2 * math.pi) + np.sum(np.log(np.diag(C0)))
-                    - 0.5 * np.sum(r * r, -1))
         lp_w = np.asarray(
             self.log_prior(jnp.broadcast_to(jnp.asarray(w_pos)[..., None],
                                             w_pos.shape + (L,)))[..., position], float)
+        log_prior = {"w": lp_w}
+        if not self.learnt:  # a learnt scale's theta prior is a mixture: w's term only
+            m0, P0 = (np.asarray(a, float) for a in self._theta_prior(d, state.ba.dtype))
+            C0 = np.linalg.cholesky(P0)
+            r = (th - m0) @ C0
+            log_prior["theta"] = (-0.5 * d * math.log(2 * math.pi)
+                                  + np.sum(np.log(np.diag(C0))) - 0.5 * np.sum(r * r, -1))
         return make_datatree(
             {"theta": th, "w": w_pos},
-            log_prior={"theta": lp_theta, "w": lp_w},
+            log_prior=log_prior,
             attrs={"model": self.label(), "position": position},
         )
 
     # ------------------------------------------------------------ persistence
     #: The base models a saved config may name (looked up here, never imported).
     BASES: dict = {"GaussianLinear": GaussianLinear,
-                   "GaussianLinearUnknownNoise": GaussianLinearUnknownNoise}
+                   "GaussianLinearUnknownNoise": GaussianLinearUnknownNoise,
+                   "LearntScaleLinear": LearntScaleLinear}
 
     @classmethod
     def _base_from(cls, cfg):

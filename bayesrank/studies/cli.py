@@ -15,6 +15,7 @@ __all__ = ["STUDIES", "add_parser", "run"]
 STUDIES = {
     "obd": "the paper's algorithms on Open Bandit Dataset items",
     "ope": "off-policy estimators against an exact truth (bias, RMSE, coverage)",
+    "units": "RankTS's regret and interval coverage when the rewards change units",
 }
 
 
@@ -22,12 +23,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     """Add the ``study`` subcommand to ``sub`` (an argparse subparsers action)."""
     st = sub.add_parser(
         "study",
-        help="studies beyond the paper (obd, ope)",
+        help="studies beyond the paper (obd, ope, units)",
         description="Studies beyond the paper. obd: "
         + STUDIES["obd"]
         + "; writes regret.png, results.nc and report.md to --out. ope: "
         + STUDIES["ope"]
-        + "; writes rmse.png, coverage.png, results.nc and report.md to --out.",
+        + "; writes rmse.png, coverage.png, results.nc and report.md to --out. units: "
+        + STUDIES["units"]
+        + "; writes units.png, units.nc and units.md to --out.",
     )
     st.add_argument("name", metavar="STUDY", choices=sorted(STUDIES),
                     help="which study: " + ", ".join(sorted(STUDIES)))
@@ -57,4 +60,10 @@ def run(args) -> None:
 
         run_ope_study(
             args.out or Path("bayesrank-study-ope"), quick=args.quick, seed=args.seed
+        )
+    elif args.name == "units":
+        from bayesrank.studies.units import run_units_study  # deferred: keeps JAX out
+
+        run_units_study(
+            args.out or Path("bayesrank-study-units"), quick=args.quick, seed=args.seed
         )

@@ -19,7 +19,8 @@ def test_cascade_log_updates_only_examined_positions():
     """The posterior after a cascade log equals the closed-form ridge fit on the
     examined positions only."""
     env = br.RankingEnv.paper(seed=2, K=6, L=3, d=4, w_max=1.0)
-    pol = br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=0)
+    model = br.GaussianLinear(prior_scale=1.0, noise_scale=1.0)  # the ridge fit below
+    pol = br.RankTS(model=model, items=env.items, w=env.w, v0=env.v0, seed=0)
     rng = np.random.default_rng(1)
     lists = rng.integers(0, 6, (40, 3))
     r = br.cascade_rewards(rng.integers(-1, 3, 40), L=3)

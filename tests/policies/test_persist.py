@@ -29,7 +29,8 @@ def _played(pol, env, T=15):
 def saved(env, tmp_path_factory):
     """A played RankTS saved once; tests tamper with copies of its arrays."""
     path = tmp_path_factory.mktemp("persist") / "ts.npz"
-    pol = _played(br.RankTS(items=env.items, w=env.w, seed=3), env)
+    model = br.GaussianLinear(prior_scale=1.0, noise_scale=1.0)  # the fixed state
+    pol = _played(br.RankTS(model=model, items=env.items, w=env.w, seed=3), env)
     pol.save(path)
     with np.load(path) as z:
         return path, {k: z[k] for k in z.files}

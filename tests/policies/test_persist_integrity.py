@@ -235,10 +235,20 @@ def test_w_at_load_for_a_known_w_names_w_and_the_path(env, tmp_path):
 # =========================================================== load: edited files
 @pytest.fixture(scope="module")
 def known(env, tmp_path_factory):
-    """A played RankTS with known w (conjugate state), saved once."""
+    """A played RankTS with known w (fixed-scale conjugate state), saved once."""
     path = tmp_path_factory.mktemp("integrity") / "known.npz"
-    pol = _played(br.RankTS(items=env.items, w=env.w, seed=3), env)
+    model = br.GaussianLinear(prior_scale=1.0, noise_scale=1.0)
+    pol = _played(br.RankTS(model=model, items=env.items, w=env.w, seed=3), env)
     pol.add_items(np.asarray(env.items[:2]) + 0.5)  # capacity past K: zero rows
+    pol.save(path)
+    return pol, path
+
+
+@pytest.fixture(scope="module")
+def learnt(env, tmp_path_factory):
+    """A played RankTS with the default model (learnt scales: running sums)."""
+    path = tmp_path_factory.mktemp("integrity") / "learnt.npz"
+    pol = _played(br.RankTS(items=env.items, w=env.w, seed=3), env)
     pol.save(path)
     return pol, path
 
@@ -284,6 +294,10 @@ def _asymmetric(a, pol):
     return a
 
 
+def _huge(a, pol):
+    return 1e3 * a  # |u| >> S, q: [[S, u], [u^T, q]] < 0
+
+
 # name -> (which file, the edit, the words of the invariant that refuses it with a
 # recomputed digest; None: only the digest sees the edit)
 EDITS = {
@@ -313,7 +327,16 @@ EDITS = {
     "K = 99 (known w)": ("known", lambda pol, a: _with_cfg(a, K=99), "K=99"),
     "precision not symmetric": ("known", _edit("model.prec", _asymmetric),
                                 "the Cholesky factor does not match the precision"),
+    "S not symmetric (learnt scales)": ("learnt", _edit("model.S", _asymmetric),
+                                        "(model.S): expected symmetric"),
+    "S = -100 I (learnt scales)": ("learnt", _edit("model.S", _minus_100_identity),
+                                   "(model.S): expected positive semi-definite"),
+    "u too large for S, q (learnt scales)": ("learnt", _edit("model.u", _huge),
+                                             "u and q together"),
+    "negative sum of squares q": ("learnt", _edit("model.q", _setitem(1, -1.0)),
+                                  "(model.q): expected values >= 0"),
     # only the digest sees these: consistent states, other numbers
+    "negated u (learnt scales)": ("learnt", _edit("model.u", lambda a, pol: -a), None),
     "negated b_a": ("half", _edit("model.ba", lambda a, pol: -a), None),
     "negated b (known w)": ("known", _edit("model.b", lambda a, pol: -a), None),
     "a history reward changed": (
@@ -329,8 +352,8 @@ EDITS = {
 
 
 @pytest.fixture(scope="module")
-def files(half, known):
-    return {"half": half, "known": known}
+def files(half, known, learnt):
+    return {"half": half, "known": known, "learnt": learnt}
 
 
 @pytest.mark.parametrize("case", sorted(EDITS))

@@ -49,7 +49,7 @@ def _error_after_updates(X, y, prior_scale):
     relative error against the closed form in extended precision (and the state).
     The design is checked to have condition number about 4e9."""
     p = X.shape[1]
-    model = GaussianLinear(prior_scale=prior_scale)
+    model = GaussianLinear(prior_scale=prior_scale, noise_scale=1.0)
     state = _run_updates(model, X, y)
     Xl = X.astype(np.longdouble)
     P = np.eye(p, dtype=np.longdouble) / np.longdouble(prior_scale) ** 2 + Xl.T @ Xl
@@ -162,6 +162,6 @@ def test_bad_discount(bad, exc):
 
 
 def test_discount_round_trips_through_config():
-    m = GaussianLinear(prior_scale=2.0, discount=0.95)
+    m = GaussianLinear(prior_scale=2.0, noise_scale=1.0, discount=0.95)
     back = GaussianLinear.from_config(m.config())
     assert back.discount == 0.95 and back.prior_scale == m.prior_scale

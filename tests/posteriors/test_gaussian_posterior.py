@@ -177,7 +177,7 @@ def test_draw_returns_state_unchanged_and_distinct_positions():
 
 @pytest.mark.parametrize("cls", [GaussianLinear, GaussianLinearUnknownNoise])
 def test_invalid_positions_are_left_unchanged(cls):
-    model = cls()
+    model = cls(prior_scale=1.0, noise_scale=1.0) if cls is GaussianLinear else cls()
     X, Y = _data(n=4)
     state = update_many(model, model.init(L, P), X[:3], Y[:3])
     valid = np.array([True, False, True])
@@ -427,7 +427,7 @@ def test_bad_hyperparameters_raise_naming_the_argument(kwargs, arg):
         ({"prior_scale": True}, "prior_scale"),
         ({"prior_scale": "1.0"}, "prior_scale"),
         ({"prior_scale": 1 + 0j}, "prior_scale"),
-        ({"prior_scale": None}, "prior_scale"),
+        ({"prior_scale": {"sd": 1.0}}, "prior_scale"),
         ({"prior_mean": "0"}, "prior_mean"),
         ({"prior_mean": [True, False]}, "prior_mean"),
         ({"noise_scale": np.bool_(True)}, "noise_scale"),
@@ -477,7 +477,8 @@ def test_shape_guards_and_reward_check():
 @pytest.mark.parametrize("cls", [GaussianLinear, GaussianLinearUnknownNoise])
 @pytest.mark.parametrize("prior", sorted(PRIORS))
 def test_config_round_trips_through_json(cls, prior):
-    model = cls(**PRIORS[prior])
+    fixed = {"noise_scale": 1.0} if cls is GaussianLinear else {}  # the fixed class
+    model = cls(**PRIORS[prior], **fixed)
     cfg = json.loads(json.dumps(model.config()))
     assert cfg["class"] == cls.__name__
     again = cls.from_config(cfg)

@@ -150,7 +150,7 @@ def test_mean_of_theta_is_the_w_average_of_conditional_means():
     rng = np.random.default_rng(6)
     d = 2
     a, p, y = _data(rng, 12, d, 1.0, rng.normal(size=d))
-    model = LatentW(GaussianLinear(), dist.Normal(0.0, 2.0))
+    model = LatentW(GaussianLinear(prior_scale=1.0, noise_scale=1.0), dist.Normal(0.0, 2.0))
     state = _fold(model, a, p, y)
     g = np.linspace(-12, 12, 6001)
     lp = np.array([_log_evidence_known(a, p, y, w, np.zeros(d), np.eye(d), 1.0)

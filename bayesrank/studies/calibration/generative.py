@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank.model import scores
+from bayesrank.posteriors.scaled import LearntScaleLinear, default_hyperprior
 from bayesrank.simulation.env import RankingEnv
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "gaussian_generative",
     "generative_for",
     "glm_generative",
+    "learnt_generative",
     "nig_generative",
 ]
 
@@ -202,6 +204,59 @@ def glm_generative(
     )
 
 
+def _sample_g(model, key, L: int, dtype):
+    """g from the model's hyperprior (its fixed value where it is a number)."""
+    if model.fixed_scale is not None and model.shape is None:
+        return jnp.full((L,), model.fixed_scale, dtype)
+    if model.fixed_scale is not None:
+        return jnp.ones((L,), dtype)
+    prior = model.hyperprior if model.hyperprior is not None else default_hyperprior()
+    return prior.sample(key, (L,)).astype(dtype)
+
+
+def learnt_generative(model: LearntScaleLinear, *, with_scales: bool = False) -> Generative:
+    """The truth a learnt-scale model (``GaussianLinear()``) assumes: ``g`` from its
+    hyperprior, the noise sd s (1 where it is learnt under Jeffreys' prior: the model
+    is scale-equivariant, so its posterior ranks have the same law at every s; else
+    the model's number), ``theta ~ N(m0, g^2 s^2 I)``, ``y ~ N(<theta, x>, s^2)``.
+
+    ``params["theta"]`` is (L, p), or with ``with_scales`` (L, p + 1 or p + 2): theta
+    with log g (and log s, where the noise is learnt) appended.
+    """
+    s_true = 1.0 if model.noise_scale is None else float(model.noise_scale)
+    extra = 1 + (model.noise_scale is None)
+
+    def prior(key, L, p):
+        k_g, k_z = jax.random.split(key)
+        dtype = jnp.result_type(float)
+        g = _sample_g(model, k_g, L, dtype)
+        z = jax.random.normal(k_z, (L, p), dtype)
+        if model.shape is not None:
+            z = z @ jnp.asarray(model.shape, dtype).T
+        m0 = jnp.broadcast_to(jnp.asarray(model.prior_mean, dtype), (p,))
+        theta = m0 + (g * s_true)[:, None] * z
+        if not with_scales:
+            return {"theta": theta}
+        cols = [theta, jnp.log(g)[:, None]]
+        if extra == 2:
+            cols.append(jnp.zeros((L, 1), dtype))  # log s = 0
+        return {"theta": jnp.concatenate(cols, -1)}
+
+    def rewards(key, params, x):
+        p = x.shape[-1]
+        eta = jnp.sum(x * params["theta"][:, :p], axis=-1)
+        return eta + s_true * jax.random.normal(key, eta.shape, eta.dtype)
+
+    hyper = ("HalfCauchy(1)" if model.hyperprior is None and model.fixed_scale is None
+             else type(model.hyperprior).__name__ if model.hyperprior is not None
+             else np.asarray(model.fixed_scale).tolist())
+    return Generative(
+        prior, rewards,
+        f"g ~ {hyper}, s = {s_true} ({'learnt under 1/s' if extra == 2 else 'known'}), "
+        f"theta ~ N({np.asarray(model.prior_mean).tolist()}, g^2 s^2 I), "
+        "y ~ N(<theta, x>, s^2)")
+
+
 def generative_for(model) -> Generative:
     """The prior and likelihood a model assumes, from its public hyper-parameters.
 
@@ -216,13 +271,17 @@ def generative_for(model) -> Generative:
 
     Example:
         >>> from bayesrank.posteriors import GaussianLinear, LaplaceGLM
-        >>> generative_for(GaussianLinear()).description
+        >>> generative_for(GaussianLinear(prior_scale=1.0, noise_scale=1.0)).description
         'theta ~ N(0.0, 1.0^2), y ~ N(<theta, x>, 1.0^2)'
+        >>> generative_for(GaussianLinear()).description
+        'g ~ HalfCauchy(1), s = 1.0 (learnt under 1/s), theta ~ N(0.0, g^2 s^2 I), y ~ N(<theta, x>, s^2)'
         >>> generative_for(LaplaceGLM(link="logistic", prior_scale=2.0)).description
         'theta ~ N(0.0, 2.0^2 I), y ~ Bernoulli (logistic link)'
     """
     if callable(getattr(model, "generative", None)):  # e.g. the latent-w adapter
         return model.generative()
+    if isinstance(model, LearntScaleLinear):  # GaussianLinear()'s learnt scales
+        return learnt_generative(model)
     link = getattr(getattr(model, "link", None), "name", None)
     if hasattr(model, "a0") and hasattr(model, "b0"):
         return nig_generative(model.prior_mean, model.prior_scale, model.a0, model.b0)

@@ -48,6 +48,7 @@ from bayesrank.studies.calibration.generative import (
     design_arrays,
     gaussian_generative,
     glm_generative,
+    learnt_generative,
     nig_generative,
 )
 
@@ -126,6 +127,8 @@ class LatentWDraws:
         laplace = getattr(self.model, "laplace", None)
         if laplace is not None:  # a GLM link (LatentLaplace)
             g = glm_generative(laplace.link.name, laplace.prior_scale)
+        elif getattr(self.model, "learnt", False):  # theta's scale learnt
+            g = learnt_generative(base)
         elif self.model.known_noise:
             g = gaussian_generative(base.prior_mean, base.prior_scale, base.noise_scale)
         else:
@@ -153,11 +156,7 @@ class LatentWDraws:
         """n independent exact draws (n, L, d + 1) (the grid sampler only)."""
         if self.sampler != "grid":
             raise ValueError("sampler: only the grid sampler draws independently")
-        k_w, k_t = jax.random.split(key)
-        w = self.model.sample_w(k_w, state, n)  # (n, L)
-        theta = jax.vmap(lambda k, wi: self.model._theta_given_w(k, state, wi))(
-            jax.random.split(k_t, n), w
-        )
+        theta, w = self.model.draw_exact(key, state, n)  # (n, L, d), (n, L)
         return self._stack(theta, w)
 
     def mean(self, state):

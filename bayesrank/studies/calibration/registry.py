@@ -30,6 +30,7 @@ from bayesrank.studies.calibration.generative import (
     gaussian_generative,
 )
 from bayesrank.studies.calibration.latent import JointMAPDraws, LatentWDraws
+from bayesrank.studies.calibration.scales import ScaleDraws
 
 __all__ = ["CASES", "INLOOP", "Case", "InLoopCase", "QUICK", "FULL", "Settings",
            "model_names"]
@@ -141,6 +142,11 @@ CASES: tuple[Case, ...] = (
     Case("GaussianLinear", lambda s, n: _gl(prior_scale=1.0, noise_scale=1.0),
          "exact"),
     Case("GaussianLinearUnknownNoise", lambda s, n: _nig(a0=3.0, b0=2.0), "exact"),
+    # the default: theta's prior scale (HalfCauchy(1) over the noise sd) and the noise
+    # sd (Jeffreys) learnt; ranks of theta, log g and log s
+    Case("GaussianLinear-learnt", lambda s, n: ScaleDraws(_gl()), "exact"),
+    Case("GaussianLinear-learnt-prior-scale",
+         lambda s, n: ScaleDraws(_gl(noise_scale=1.0)), "exact"),
     Case("LaplaceGLM-logistic", lambda s, n: _laplace("logistic", 1.0, n),
          "approximate"),
     # prior sd 0.5 keeps the Poisson rates of the design mostly within [0.2, 5]
@@ -149,7 +155,9 @@ CASES: tuple[Case, ...] = (
          lambda s, n: _fresh_chain("logistic", n, s, s.nuts_warmup), "mcmc",
          mcmc=True),
     # w latent (RankTS(w=<prior>)): ranks of theta and w; w exactly on its grid...
-    Case("LatentW-GaussianLinear", lambda s, n: _latent(_gl()), "exact"),
+    Case("LatentW-GaussianLinear",
+         lambda s, n: _latent(_gl(prior_scale=1.0, noise_scale=1.0)), "exact"),
+    Case("LatentW-learnt", lambda s, n: _latent(_gl()), "exact"),
     Case("LatentW-UnknownNoise", lambda s, n: _latent(_nig(a0=3.0, b0=2.0)), "exact"),
     # a GLM link: the Laplace likelihood in the 2d relaxation, w collapsed (what
     # RankTS runs), and the joint-MAP Laplace approximation it was chosen over
@@ -157,7 +165,8 @@ CASES: tuple[Case, ...] = (
     Case("LatentJointMAP-logistic", lambda s, n: _latent_glm(n, joint=True),
          "approximate"),
     # ... and by the slice chain RankTS runs each round (a fresh chain, as NUTS)
-    Case("LatentW-slice-chain", lambda s, n: _latent(_gl(), "chain"), "mcmc",
+    Case("LatentW-slice-chain",
+         lambda s, n: _latent(_gl(prior_scale=1.0, noise_scale=1.0), "chain"), "mcmc",
          mcmc=True),
     # the truth has noise sd 1; the model is told 0.5: over-confident, must fail
     Case("negative_control", lambda s, n: _gl(prior_scale=1.0, noise_scale=0.5),

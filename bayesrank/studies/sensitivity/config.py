@@ -37,6 +37,7 @@ from pathlib import Path
 
 from bayesrank._validate import check_int, check_real
 from bayesrank.studies.sensitivity.grid import (
+    HYPERPRIORS,
     NUTS_OPTION_KEYS,
     PRIOR_FAMILIES,
     PRIOR_KEYS,
@@ -299,11 +300,16 @@ def _prior_block(name: str, table: Mapping) -> list[PriorSpec]:
             if bad:
                 raise _err(key, f"expected some of {list(W_PRIOR_FAMILIES)}, got {bad}")
             axes[k] = list(vals)
+        elif k == "hyperprior":
+            bad = [x for x in vals if x not in HYPERPRIORS]
+            if bad:
+                raise _err(key, f"expected some of {list(HYPERPRIORS)}, got {bad}")
+            axes[k] = list(vals)
         elif k in ("location", "w_location"):
             axes[k] = [_float(x, key) for x in vals]
         elif k == "correlation":
             axes[k] = [_float(x, key, lo=0.0, hi=1.0) for x in vals]
-        else:  # scale, noise_scale, df, a0, b0
+        else:  # scale, noise_scale, df, a0, b0, hyper_scale
             axes[k] = [_float(x, key, positive=True) for x in vals]
     nuts = ()
     if "nuts" in table:

@@ -11,6 +11,11 @@ Prior families (``family``) and their hyper-parameters:
                              for a misspecified noise scale). Exact, vmapped.
     gaussian_unknown_noise   GaussianLinearUnknownNoise: Normal-Inverse-Gamma with
                              ``a0``, ``b0``; Sigma is relative to the noise variance.
+    gaussian_learnt          GaussianLinear with learnt scales (the default):
+                             theta ~ N(location 1, g^2 s^2 I), g under the
+                             ``hyperprior`` ("half_cauchy", "half_normal",
+                             "log_normal") of scale ``hyper_scale``, s under
+                             Jeffreys' prior. Exact; one cell at a time, runs vmapped.
     normal, student_t,       BayesGLM (identity link) with the NumPyro prior
     laplace, cauchy          ``dist.<Family>(location, scale)`` i.i.d. per coordinate
                              (``df`` for student_t): heavy tails, sampled by NUTS.
@@ -46,6 +51,8 @@ from bayesrank.simulation.env import RankingEnv
 
 __all__ = [
     "CONJUGATE_FAMILIES",
+    "HYPERPRIORS",
+    "LEARNT_FAMILIES",
     "NUTS_FAMILIES",
     "PRIOR_FAMILIES",
     "PRIOR_KEYS",
@@ -58,10 +65,14 @@ __all__ = [
 ]
 
 CONJUGATE_FAMILIES = ("gaussian", "gaussian_unknown_noise")
+#: Closed-form families whose scales are learnt (one cell at a time, runs vmapped).
+LEARNT_FAMILIES = ("gaussian_learnt",)
+#: Hyperpriors of g (theta's prior sd over the noise sd) for ``gaussian_learnt``.
+HYPERPRIORS = ("half_cauchy", "half_normal", "log_normal")
 NUTS_FAMILIES = ("normal", "student_t", "laplace", "cauchy")
 #: The prior families (the conjugate "gaussian" and "gaussian_unknown_noise", and the
 #: NUTS families "normal", "student_t", "laplace" and "cauchy").
-PRIOR_FAMILIES = CONJUGATE_FAMILIES + NUTS_FAMILIES
+PRIOR_FAMILIES = CONJUGATE_FAMILIES + LEARNT_FAMILIES + NUTS_FAMILIES
 #: Priors on w: "known" (the environment's w is given) or a NumPyro family.
 W_PRIOR_FAMILIES = ("known", "normal", "laplace", "cauchy")
 W_KEYS = ("w_prior", "w_location", "w_scale")
@@ -71,6 +82,7 @@ PRIOR_KEYS = {
     "gaussian": ("location", "scale", "correlation", "noise_scale", *W_KEYS),
     "gaussian_unknown_noise": ("location", "scale", "correlation", "a0", "b0",
                                *W_KEYS),
+    "gaussian_learnt": ("location", "hyperprior", "hyper_scale", *W_KEYS),
     "normal": ("location", "scale", "noise_scale", "nuts"),
     "student_t": ("location", "scale", "df", "noise_scale", "nuts"),
     "laplace": ("location", "scale", "noise_scale", "nuts"),
@@ -148,6 +160,7 @@ class PriorSpec:
         nuts: warm-NUTS options as sorted (key, value) pairs (NUTS families).
         w_prior: "known" or the family of the prior on w (conjugate families).
         w_location, w_scale: that prior's location and scale.
+        hyperprior, hyper_scale: the hyperprior of g and its scale (gaussian_learnt).
 
     Example:
         >>> from bayesrank.studies.sensitivity import PriorSpec
@@ -168,6 +181,22 @@ class PriorSpec:
     w_prior: str = "known"
     w_location: float = 0.0
     w_scale: float = 5.0
+    hyperprior: str = "half_cauchy"
+    hyper_scale: float = 1.0
+
+    def hyperprior_distribution(self):
+        """The NumPyro hyperprior of g (``gaussian_learnt``)."""
+        import numpyro.distributions as dist
+
+        s = float(self.hyper_scale)
+        if self.hyperprior == "half_cauchy":
+            return dist.HalfCauchy(s)
+        if self.hyperprior == "half_normal":
+            return dist.HalfNormal(s)
+        if self.hyperprior == "log_normal":
+            return dist.LogNormal(0.0, s)
+        raise ValueError(
+            f"hyperprior: expected one of {list(HYPERPRIORS)}, got {self.hyperprior!r}")
 
     @property
     def is_conjugate(self) -> bool:
@@ -221,7 +250,8 @@ class PriorSpec:
     def describe(self) -> str:
         """A short label naming the hyper-parameters the family uses."""
         keys = [k for k in PRIOR_KEYS[self.family] if k not in ("nuts", *W_KEYS)]
-        parts = ", ".join(f"{k}={getattr(self, k):g}" for k in keys)
+        parts = ", ".join(f"{k}={v}" if isinstance(v := getattr(self, k), str)
+                          else f"{k}={v:g}" for k in keys)
         w = ""
         if self.latent_w:
             w = f"; w ~ {self.w_prior}({self.w_location:g}, {self.w_scale:g})"
@@ -307,6 +337,9 @@ def build_model(prior: PriorSpec, T: int, hyper=None):
         >>> type(build_model(heavy, T=100)).__name__                  # sampled by NUTS
         'BayesGLM'
     """
+    if prior.family in LEARNT_FAMILIES:
+        return GaussianLinear(prior_mean=float(prior.location),
+                              prior_scale=prior.hyperprior_distribution())
     if prior.family in CONJUGATE_FAMILIES:
         if hyper is None:
             raise ValueError("hyper: conjugate families need their hyper-parameters")

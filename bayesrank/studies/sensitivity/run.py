@@ -46,7 +46,12 @@ from bayesrank.simulation.simulate import noise_key, policy_seed
 from bayesrank.studies import store as files
 from bayesrank.studies.sensitivity.config import SweepSettings, SweepSpec
 from bayesrank.studies.sensitivity.executors import make_executor
-from bayesrank.studies.sensitivity.grid import Cell, build_model, conjugate_hyper
+from bayesrank.studies.sensitivity.grid import (
+    LEARNT_FAMILIES,
+    Cell,
+    build_model,
+    conjugate_hyper,
+)
 
 __all__ = [
     "DIAGNOSTICS",
@@ -308,20 +313,25 @@ def _compute_conjugate(cells: list[Cell], s: SweepSettings) -> list[dict]:
 
 
 def _compute_latent(cell: Cell, s: SweepSettings) -> dict:
-    """A conjugate cell whose RankTS learns w (``w_prior``), runs vmapped."""
+    """A closed-form cell played one at a time, runs vmapped: RankTS learns w
+    (``w_prior``), or its scales (``gaussian_learnt``, w known or learnt)."""
     start = time.perf_counter()
     env = cell.env.build()
-    base = build_model(cell.prior, s.T, conjugate_hyper(cell.prior, env.d))
+    hyper = None if cell.prior.family in LEARNT_FAMILIES else conjugate_hyper(
+        cell.prior, env.d)
+    base = build_model(cell.prior, s.T, hyper)
+    latent = cell.prior.latent_w
     policy = RankTS(model=base, items=env.items, L=env.L,
-                    w=cell.prior.w_distribution(), v0=env.v0, seed=0)
-    model = policy.model  # the LatentW over the pair features
+                    w=cell.prior.w_distribution() if latent else env.w, v0=env.v0,
+                    seed=0)
+    model = policy.model  # the LatentW over the pair features, or the base
     best = jnp.asarray(env.best_value)
     run = _play(policy.core, env, s.T, best)
     state0 = policy.state
     play = jax.jit(jax.vmap(lambda pk, nk: run(state0, pk, nk)[1:]))
     regret, items, rewards = (np.asarray(a) for a in play(*_keys(s)))
 
-    replay_j = jax.jit(_replay_fn(model, env, s.T, pair=True))
+    replay_j = jax.jit(_replay_fn(model, env, s.T, pair=latent))
 
     def replay(it, rw, c):
         return replay_j(jnp.asarray(it), jnp.asarray(rw), c)
@@ -396,8 +406,8 @@ def compute_payload(payload: dict) -> list[dict]:
     cells = [Cell.from_dict(c) for c in payload["cells"]]
     if cells[0].prior.is_conjugate:
         return _compute_conjugate(cells, s)
-    return [(_compute_latent if c.prior.latent_w else _compute_nuts)(c, s)
-            for c in cells]
+    return [(_compute_latent if c.prior.latent_w or c.prior.family in LEARNT_FAMILIES
+             else _compute_nuts)(c, s) for c in cells]
 
 
 # ----------------------------------------------------------------------- store
@@ -418,6 +428,8 @@ def _cell_coords(cell: Cell, key: str) -> dict:
         "w_prior": p.w_prior,
         "w_location": p.w_location,
         "w_scale": p.w_scale,
+        "hyperprior": p.hyperprior,
+        "hyper_scale": p.hyper_scale,
         "env_index": cell.env_index,
         "env_K": e.K,
         "env_L": e.L,

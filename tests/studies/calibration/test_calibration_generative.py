@@ -54,7 +54,9 @@ def test_glm_rewards_have_the_link_mean(link):
 def test_generative_for_reads_each_model_family():
     assert "InvGamma" in generative_for(GaussianLinearUnknownNoise()).description
     assert "N(<theta, x>, 0.5^2)" in generative_for(
-        GaussianLinear(noise_scale=0.5)).description
+        GaussianLinear(prior_scale=1.0, noise_scale=0.5)).description
+    learnt = generative_for(GaussianLinear(noise_scale=0.5)).description
+    assert "g ~ HalfCauchy(1), s = 0.5 (known)" in learnt
     assert "Bernoulli" in generative_for(BayesGLM(link="logistic", n_max=5)).description
 
 

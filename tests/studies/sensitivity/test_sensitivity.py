@@ -419,8 +419,8 @@ def test_latent_w_cell_equals_simulate_of_rankts_with_that_prior(latent_sweep):
         ref = simulate(
             env,
             {"ts": lambda s, prior=prior, env=env: RankTS(
-                model=GaussianLinear(), items=env.items, L=env.L, w=prior, v0=env.v0,
-                seed=s)},
+                model=GaussianLinear(prior_scale=1.0, noise_scale=1.0),  # the family's
+                items=env.items, L=env.L, w=prior, v0=env.v0, seed=s)},
             T=spec.settings.T, runs=spec.settings.runs, seed=spec.settings.seed,
             progress=False,
         )
@@ -453,4 +453,67 @@ def test_w_prior_is_refused_for_nuts_families():
     cfg = json.loads(json.dumps(LATENT_CFG))
     cfg["priors"]["lw"] = {"family": "student_t", "w_prior": "normal"}
     with pytest.raises(ValueError, match=r"priors\.lw\.w_prior"):
+        sens.parse_config(cfg)
+
+
+# ------------------------------------------------------- learnt scales (issue 44)
+LEARNT_CFG = {
+    "sweep": {"T": 50, "runs": 2, "seed": 4, "checkpoints": [50], "draws": 100,
+              "chains": 2, "diagnostic_runs": 1, "positions": [1]},
+    "env": {"K": 6, "L": 2, "d": 3, "w_max": 5.0, "noise_sd": [0.1, 10.0]},
+    "priors": {"ls": {"family": "gaussian_learnt",
+                      "hyperprior": ["half_cauchy", "half_normal"],
+                      "hyper_scale": 0.5}},
+}
+
+
+@pytest.fixture(scope="module")
+def learnt_sweep(tmp_path_factory):
+    spec = sens.parse_config(json.loads(json.dumps(LEARNT_CFG)))
+    ds = sens.run_sweep(spec, tmp_path_factory.mktemp("learnt"), progress=False)
+    return spec, ds
+
+
+def test_learnt_scale_cell_equals_simulate_of_rankts_with_that_hyperprior(learnt_sweep):
+    """The hyperprior is a grid axis: each cell is br.simulate of RankTS with
+    GaussianLinear(prior_scale=<that hyperprior>), seed for seed."""
+    import numpyro.distributions as dist
+
+    from bayesrank.policies.ts import RankTS
+    from bayesrank.posteriors import GaussianLinear
+    from bayesrank.simulation.simulate import simulate
+
+    spec, ds = learnt_sweep
+    tol = 1e-9 if jax.config.jax_enable_x64 else 1e-5
+    hyper = {"half_cauchy": dist.HalfCauchy(0.5), "half_normal": dist.HalfNormal(0.5)}
+    assert len(spec.cells) == 4
+    for cell in spec.cells:
+        env = cell.env.build()
+        prior = hyper[cell.prior.hyperprior]
+        ref = simulate(
+            env,
+            {"ts": lambda s, prior=prior, env=env: RankTS(
+                model=GaussianLinear(prior_scale=prior), items=env.items, w=env.w,
+                v0=env.v0, seed=s)},
+            T=spec.settings.T, runs=spec.settings.runs, seed=spec.settings.seed,
+            progress=False,
+        )
+        np.testing.assert_allclose(ds["regret"].values[cell.index],
+                                   ref["regret"].values[0], rtol=tol, atol=tol)
+    assert sorted(set(ds["hyperprior"].values.tolist())) == ["half_cauchy",
+                                                              "half_normal"]
+    for name in ("rhat", "ess_bulk", "psense_prior"):
+        assert np.all(np.isfinite(ds[name].values)), name
+
+
+@pytest.mark.parametrize(("block", "key"), [
+    ({"hyperprior": "gamma"}, "priors.ls.hyperprior"),
+    ({"hyper_scale": 0.0}, "priors.ls.hyper_scale"),
+    ({"noise_scale": 1.0}, "priors.ls"),
+    ({"scale": 1.0}, "priors.ls"),
+])
+def test_invalid_hyperprior_names_the_key(block, key):
+    cfg = json.loads(json.dumps(LEARNT_CFG))
+    cfg["priors"]["ls"] = {"family": "gaussian_learnt", **block}
+    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
         sens.parse_config(cfg)

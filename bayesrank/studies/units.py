@@ -1,0 +1,272 @@
+"""The units study: does RankTS behave the same whatever the reward's units?
+
+One instance (the Figure 1 generator: ``RankingEnv.paper(seed=0, K=100, L=4, d=10,
+w_max=10)``, identity link, Gaussian noise sd 1) is rescaled by c (theta and the noise
+both times c, so every reward is c times the original's, as a change of units), for c
+from 0.01 to 100. Three theta priors play each rescaled instance with common random
+numbers (the same policy and noise keys for every prior and c):
+
+* ``default``: ``GaussianLinear()``, which learns the prior's and the noise's scale;
+* ``old default``: ``GaussianLinear(prior_scale=1, noise_scale=1)``, theta ~ N(0, I)
+  and noise sd 1 whatever the units (the default before the learnt scales);
+* ``oracle``: the generator's true scales, ``prior_scale = c (1/6, ..., 1/6, 1/2)``
+  (theta^l = (theta'/2, 1/2) with theta' a unit vector in 9 dimensions) and
+  ``noise_scale = c``.
+
+For known w (``RankTS(w=env.w)``) and latent w (``RankTS(w=Normal(0, 5))``) it records,
+at checkpoint rounds, the cumulative pseudo-regret divided by c and the in-loop
+coverage of the central 90 % intervals: theta's (every coordinate of every position,
+from 400 exact posterior draws) and w's (positions 2..L, the exact grid quantiles).
+
+    bayesrank study units [--quick] [--out DIR]
+
+writes ``units.nc`` (xarray), ``units.md`` (the tables) and ``units.png``.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from bayesrank.model import noise
+from bayesrank.policies.ts import RankTS
+from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.latent_w import LatentW
+from bayesrank.simulation.env import RankingEnv
+from bayesrank.simulation.play import fold_in_keys, play
+
+__all__ = ["SCALES", "run_units_study", "units_cells"]
+
+#: study scale -> (K, d, checkpoint rounds, runs, factors c, draws per interval)
+SCALES = {
+    "quick": {"K": 20, "d": 5, "rounds": (20, 60, 150), "runs": 4,
+              "cs": (0.01, 1.0, 100.0), "draws": 200},
+    "full": {"K": 100, "d": 10, "rounds": (100, 1000, 3000), "runs": 20,
+             "cs": (0.01, 0.1, 1.0, 10.0, 100.0), "draws": 400},
+}
+PRIORS = ("default", "old default", "oracle")
+W_PRIOR_SD = 5.0
+LEVEL = 0.9
+
+
+def _true_scale(d: int) -> np.ndarray:
+    """The paper generator's per-coordinate sd of theta: theta'/2 with theta' a unit
+    vector in d - 1 dimensions (sd 1/sqrt(d-1)/2 each), then the constant 1/2."""
+    return np.r_[np.full(d - 1, 0.5 / np.sqrt(d - 1)), 0.5]
+
+
+def _model(prior, c: float, d: int):
+    if callable(prior):  # an extra model to compare: prior(c, d) -> model
+        return prior(c, d)
+    if prior == "default":
+        return GaussianLinear()
+    if prior == "old default":
+        return GaussianLinear(prior_scale=1.0, noise_scale=1.0)
+    return GaussianLinear(prior_scale=c * _true_scale(d), noise_scale=c)
+
+
+def _rescaled(env: RankingEnv, c: float) -> RankingEnv:
+    return RankingEnv(items=env.items, theta=c * np.asarray(env.theta, float), w=env.w,
+                      v0=env.v0, link="identity", noise=noise.Gaussian(c))
+
+
+@functools.partial(jax.jit, static_argnames=("T", "t0"))
+def _segment(core, env, states, pkeys, nkeys, ctx, best, *, T: int, t0: int):
+    """Rounds t0 .. t0 + T - 1 of every run (vmapped): final states, regret (runs, T)."""
+    def run(state, pk, nk):
+        keys = fold_in_keys(pk, nk)
+        return play(core, env, state, T, keys=lambda t: keys(t + t0), ctx=ctx,
+                    best=best, record=lambda r: r.best - r.env.expected_reward(r.items))
+
+    return jax.vmap(run)(states, pkeys, nkeys)
+
+
+@functools.partial(jax.jit, static_argnames=("n",))
+def _intervals(model, mstates, keys, *, n: int):
+    """Per run: theta's central interval (2, L, d) from n exact draws, and w's
+    (2, L) from the grid quantiles (latent w; NaN otherwise)."""
+    lo, hi = 0.5 - LEVEL / 2, 0.5 + LEVEL / 2
+
+    def one(ms, key):
+        if isinstance(model, LatentW):
+            theta, _ = model.draw_exact(key, ms, n)
+            wq = model._w_quantiles(ms, (lo, hi))
+        else:
+            theta = model.draw_batch(key, ms, n)
+            wq = jnp.full((2, ms_L(ms)), jnp.nan)
+        return jnp.quantile(theta, jnp.array([lo, hi]), axis=0), wq
+
+    return jax.vmap(one)(mstates, keys)
+
+
+def ms_L(ms) -> int:
+    """The number of positions of a model state (its first leaf's leading axis)."""
+    return jax.tree_util.tree_leaves(ms)[0].shape[0]
+
+
+def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
+                priors=None, cs=None, ws=("known", "latent")) -> xr.Dataset:
+    """Run every (w, prior, c) cell; return the measurements as an xarray Dataset.
+
+    Returns:
+        Dataset with ``regret`` (w, prior, c, run, round): cumulative pseudo-regret
+        over c at the checkpoint rounds; ``cover_theta`` and ``cover_w`` (same dims):
+        the share of theta's coordinates (of w_2..w_L) inside their 90 % intervals.
+
+    ``priors`` (default :data:`PRIORS`): names of the three priors above, or a dict
+    name -> ``(c, d) -> model`` (e.g. other hyperpriors); ``cs`` overrides the
+    scale's factors; ``ws`` picks known and/or latent w.
+    """
+    import numpyro.distributions as dist
+
+    cfg = SCALES[scale]
+    base = RankingEnv.paper(seed=0, K=cfg["K"], L=4, d=cfg["d"], w_max=10.0)
+    rounds, runs = cfg["rounds"], cfg["runs"]
+    cs = cfg["cs"] if cs is None else tuple(cs)
+    priors = dict.fromkeys(PRIORS) if priors is None else (
+        priors if isinstance(priors, dict) else dict.fromkeys(priors))
+    ws = {k: v for k, v in (("known", None),
+                            ("latent", dist.Normal(0.0, W_PRIOR_SD))) if k in ws}
+    shape = (len(ws), len(priors), len(cs), runs, len(rounds))
+    regret, cov_t, cov_w = np.zeros(shape), np.zeros(shape), np.full(shape, np.nan)
+    nkeys = jnp.stack([jax.random.fold_in(jax.random.key(seed + 1), r)
+                       for r in range(runs)])
+    for iw, (wname, prior_w) in enumerate(ws.items()):
+        for ip, (prior, make) in enumerate(priors.items()):
+            for ic, c in enumerate(cs):
+                t0 = time.perf_counter()
+                env = _rescaled(base, c)
+                pols = [RankTS(model=_model(make or prior, c, base.d), items=env.items,
+                               w=env.w if prior_w is None else prior_w, L=env.L,
+                               v0=env.v0, seed=seed * 1000 + r) for r in range(runs)]
+                core, ctx = pols[0].core, pols[0].context()
+                states = jax.tree_util.tree_map(lambda *x: jnp.stack(x),
+                                                *[p.state for p in pols])
+                pkeys = jnp.stack([p.key for p in pols])
+                best = env.best_value
+                total, start = np.zeros(runs), 0
+                truth_t = c * np.asarray(base.theta, float)
+                truth_w = np.asarray(base.w, float)
+                for ir, T in enumerate(rounds):
+                    states, reg = _segment(core, env, states, pkeys, nkeys, ctx, best,
+                                           T=T - start, t0=start)
+                    total = total + np.asarray(reg, float).sum(axis=1)
+                    regret[iw, ip, ic, :, ir] = total / c
+                    q_t, q_w = _intervals(core.model, states.model,
+                                          jax.random.split(jax.random.key(seed + 7 + ir),
+                                                           runs), n=cfg["draws"])
+                    q_t, q_w = np.asarray(q_t, float), np.asarray(q_w, float)
+                    inside = (q_t[:, 0] <= truth_t) & (truth_t <= q_t[:, 1])
+                    cov_t[iw, ip, ic, :, ir] = inside.mean(axis=(1, 2))
+                    if prior_w is not None:
+                        ok = (q_w[:, 0, 1:] <= truth_w[1:]) & (truth_w[1:] <= q_w[:, 1, 1:])
+                        cov_w[iw, ip, ic, :, ir] = ok.mean(axis=1)
+                    start = T
+                if progress:
+                    print(f"  {wname} w, {prior}, c = {c:g}: regret/c "
+                          f"{regret[iw, ip, ic, :, -1].mean():.1f} "
+                          f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    coords = {"w": list(ws), "prior": list(priors), "c": list(cs),
+              "run": np.arange(runs), "round": list(rounds)}
+    dims = tuple(coords)
+    return xr.Dataset(
+        {"regret": (dims, regret), "cover_theta": (dims, cov_t), "cover_w": (dims, cov_w)},
+        coords=coords,
+        attrs={"scale": scale, "seed": seed, "K": cfg["K"], "d": cfg["d"], "L": 4,
+               "level": LEVEL, "w_prior": f"Normal(0, {W_PRIOR_SD})"})
+
+
+def _ci(x: np.ndarray) -> tuple[float, float, float]:
+    m = float(np.mean(x))
+    h = 1.96 * float(np.std(x, ddof=1)) / np.sqrt(len(x)) if len(x) > 1 else 0.0
+    return m, m - h, m + h
+
+
+def report(ds: xr.Dataset) -> str:
+    """The study's tables as Markdown: regret / c at the last round with its ratio to
+    the oracle (95 % CI of the mean over runs), and the coverage at each checkpoint."""
+    last = ds["round"].values[-1]
+    lines = [f"# Units study ({ds.attrs['scale']} scale: K = {ds.attrs['K']}, "
+             f"d = {ds.attrs['d']}, L = 4, {ds.sizes['run']} runs, "
+             f"rounds {', '.join(str(r) for r in ds['round'].values)})", ""]
+    for w in ds["w"].values:
+        lines += [f"## {w} w: regret / c at round {last} (95 % CI), ratio to the oracle",
+                  "", "| prior | " + " | ".join(f"c = {c:g}" for c in ds["c"].values)
+                  + " |", "|---|" + "---|" * ds.sizes["c"]]
+        for prior in ds["prior"].values:
+            cells = []
+            for c in ds["c"].values:
+                r = ds["regret"].sel(w=w, prior=prior, c=c, round=last).values
+                o = ds["regret"].sel(w=w, prior="oracle", c=c, round=last).values
+                m, lo, hi = _ci(r)
+                cells.append(f"{m:.1f} [{lo:.1f}, {hi:.1f}] ({np.mean(r) / np.mean(o):.2f}x)")
+            lines.append(f"| {prior} | " + " | ".join(cells) + " |")
+        lines.append("")
+        for var, what in (("cover_theta", "theta's"), ("cover_w", "w's")):
+            if np.all(np.isnan(ds[var].sel(w=w).values)):
+                continue
+            lines += [f"Coverage of {what} 90 % intervals (rounds "
+                      f"{', '.join(str(r) for r in ds['round'].values)}):", "",
+                      "| prior | " + " | ".join(f"c = {c:g}" for c in ds["c"].values)
+                      + " |", "|---|" + "---|" * ds.sizes["c"]]
+            for prior in ds["prior"].values:
+                cells = [" / ".join(f"{v:.2f}" for v in ds[var].sel(
+                    w=w, prior=prior, c=c).mean("run").values) for c in ds["c"].values]
+                lines.append(f"| {prior} | " + " | ".join(cells) + " |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def figure(ds: xr.Dataset, path) -> None:
+    """Regret / c and coverage against c, one panel row per w (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    last = ds["round"].values[-1]
+    fig, axes = plt.subplots(ds.sizes["w"], 2, figsize=(10, 3.4 * ds.sizes["w"]),
+                             squeeze=False)
+    cs = ds["c"].values
+    styles = {"default": ("C0", "o"), "old default": ("C3", "s"), "oracle": ("k", "^")}
+    for i, w in enumerate(ds["w"].values):
+        ax_r, ax_c = axes[i]
+        for prior in ds["prior"].values:
+            col, mk = styles.get(str(prior), (None, "x"))
+            r = ds["regret"].sel(w=w, prior=prior, round=last)
+            m = r.mean("run").values
+            h = 1.96 * r.std("run", ddof=1).values / np.sqrt(ds.sizes["run"])
+            ax_r.errorbar(cs, m, yerr=h, color=col, marker=mk, label=str(prior),
+                          capsize=3)
+            var = "cover_w" if w == "latent" else "cover_theta"
+            ax_c.plot(cs, ds[var].sel(w=w, prior=prior, round=last).mean("run").values,
+                      color=col, marker=mk, label=str(prior))
+        ax_r.set(xscale="log", yscale="log", xlabel="c (rewards x c)",
+                 ylabel=f"regret / c at round {last}", title=f"{w} w: regret")
+        ax_c.axhline(LEVEL, color="grey", ls="--", lw=1)
+        ax_c.set(xscale="log", ylim=(-0.02, 1.02), xlabel="c (rewards x c)",
+                 ylabel="coverage of 90 % intervals",
+                 title=f"{w} w: coverage of {'w' if w == 'latent' else 'theta'}")
+        ax_r.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_units_study(out="bayesrank-study-units", *, quick: bool = False,
+                    seed: int = 0) -> Path:
+    """Run the study and write ``units.nc``, ``units.md`` and ``units.png`` to out."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ds = units_cells("quick" if quick else "full", seed=seed)
+    ds.to_netcdf(out / "units.nc")
+    (out / "units.md").write_text(report(ds) + "\n")
+    figure(ds, out / "units.png")
+    print(f"wrote {out / 'units.md'}, {out / 'units.png'}, {out / 'units.nc'}")
+    return out
