@@ -21,8 +21,9 @@ context              (round,             a user context: extra features of   opt
                      context_dim)        dm's and pair_dr's reward model
 ===================  ==================  ============================================
 
-Propensities lie in (0, 1]. The attribute ``K`` (the number of items) is set when
-known. :func:`as_log` builds a checked log from arrays, or from a pandas DataFrame
+Propensities lie in (0, 1] and agree with each other as every logger's do, within
+rounding (:func:`as_log` lists the invariants). The attribute ``K`` (the number of
+items) is set when known. :func:`as_log` builds a checked log from arrays, or from a pandas DataFrame
 in long format (one row per round and position, the layout :func:`to_dataframe`
 returns and Parquet files hold), and :func:`check_log` checks one read back (e.g.
 from NetCDF, or Parquet through :func:`read_parquet`); both raise ValueError/TypeError

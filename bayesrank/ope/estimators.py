@@ -56,6 +56,7 @@ from bayesrank.ope.protocol import EVENTS, PSCORE_OF, Estimator, EstimatorInputs
 from bayesrank.ope.target import (
     TargetDraws,
     TargetProbabilities,
+    check_log_in_target_catalogue,
     check_target_items,
     n_batches_of,
     target_probabilities,
@@ -627,9 +628,12 @@ def evaluate(
             chosen estimators need.
         target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` (a bayesrank
             policy, evaluated frozen: it is never updated and its state and round
-            counter are restored); or the target's precomputed probabilities of the
-            logged lists' events: a :class:`TargetProbabilities` or a mapping with
-            keys from "list", "position", "prefix" (or "cascade", as
+            counter are restored; a log that names no catalogue, no ``K`` and no
+            ``items``, must show only indices below the target's ``K`` when it has
+            one, as ``target.fit(log)`` requires, else a ValueError names
+            ``lists``); or the target's precomputed probabilities of the logged
+            lists' events: a :class:`TargetProbabilities` or a mapping with keys
+            from "list", "position", "prefix" (or "cascade", as
             :func:`target_probabilities` names it), "pair". With probabilities the
             estimators needing the reward model (dm, pair_dr) are refused, and the
             default estimators are those the given probabilities allow.
@@ -690,6 +694,8 @@ def evaluate(
             "estimate from"
         )
     kind = _target_kind(target)
+    if kind == "policy":  # before the item vectors of dm, which may be the target's
+        check_log_in_target_catalogue(log, target)
     given = _given_probabilities(target, log) if kind == "probabilities" else None
     if given is not None and estimators is DEFAULT_ESTIMATORS:
         estimators = tuple(k for k in DEFAULT_ESTIMATORS

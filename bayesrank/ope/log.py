@@ -11,7 +11,12 @@ import sys
 import numpy as np
 import xarray as xr
 
-from bayesrank.ope._common import PSCORE_VARS, check_items
+from bayesrank.ope._common import (
+    PSCORE_VARS,
+    check_items,
+    check_pscore_invariants,
+    pscore_tolerance,
+)
 from bayesrank.ope._long import columns_to_arrays
 
 __all__ = ["PSCORE_VARS", "as_log", "check_log"]
@@ -84,6 +89,42 @@ def _check_pscore(p, name: str, shape) -> np.ndarray:
     return arr
 
 
+def _stored_precision(stored: np.ndarray) -> np.dtype:
+    """The float dtype ``stored`` carries its values in: its own when narrower than
+    float64, float32 when a float64 array holds only float32 numbers (e.g. a JAX
+    float32 array stored as float64), else float64."""
+    if stored.dtype.kind == "f" and stored.dtype.itemsize < 8:
+        return stored.dtype
+    a = stored.astype(np.float64)
+    with np.errstate(over="ignore"):
+        if np.array_equal(a.astype(np.float32).astype(np.float64), a):
+            return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def same_items(stored, items) -> bool:
+    """Whether the item vectors ``stored`` (a log's) are ``items`` (a policy's), at
+    the precision ``stored`` holds them in: both are rounded to that dtype first
+    (:func:`_stored_precision`), so a catalogue that went through float32 on the way
+    to the log (JAX's default dtype) is the same catalogue, while one that differs
+    by more than that rounding is not.
+
+    Examples:
+        >>> import numpy as np
+        >>> V = np.array([[0.1, 1 / 3]])
+        >>> same_items(V.astype(np.float32).astype(float), V)  # through float32
+        True
+        >>> same_items(V, V + 1e-12), same_items(V.astype(np.float32), V * (1 + 1e-6))
+        (False, False)
+    """
+    stored, items = np.asarray(stored), np.asarray(items)
+    if stored.shape != items.shape:
+        return False
+    dtype = _stored_precision(stored)
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(stored.astype(dtype), items.astype(dtype)))
+
+
 def _dataframe(x):
     """``x`` when it is a pandas DataFrame, else None (pandas is not imported: a
     DataFrame exists only once pandas has been)."""
@@ -125,8 +166,18 @@ def as_log(
         pscore_position: (n, L) P(item a^l at position l).
         pscore_pair: (n, L) P(a^{l-1} at l-1 and a^l at l); at l = 0, P(a^1 at 1).
         pscore_cascade: (n, L) P(the prefix a^1..a^l is shown).
+
+            The propensities given must agree with each other as every logger's do
+            (within rounding: a relative 1e-6, more for float32 propensities on long
+            lists, plus the dtype's smallest normal number): ``pscore_cascade``
+            does not increase along the positions, its last position is
+            ``pscore_list``, and ``pscore_position`` and ``pscore_pair`` are at
+            least the list's probability (``pscore_list``, else the last
+            ``pscore_cascade``).
         K: the number of items; when given, indices must be below it. None: the
-            rows of ``items`` when given.
+            rows of ``items`` when given; without either the log names no
+            catalogue, and :func:`~bayesrank.ope.evaluate` and ``policy.fit``
+            check its indices against the target's (the policy's) K.
         items: (K, d) the item vectors (d as v0), needed by the model-based
             estimators (``dm``, ``pair_dr``); stored as the variable ``items``.
 
@@ -138,7 +189,10 @@ def as_log(
         ValueError, TypeError: with a message starting with the offending variable
             (for a DataFrame, the column when one is missing, unknown, duplicated or
             of the wrong dtype, when a round lacks a position or has one twice, or
-            when a per-round column differs within a round).
+            when a per-round column differs within a round). Propensities that
+            contradict each other raise a ValueError starting with the two
+            variables' names (``pscore_cascade, pscore_list: in round 3 ...``) and
+            naming the first offending round.
 
     Examples:
         >>> import numpy as np
@@ -151,6 +205,11 @@ def as_log(
         Traceback (most recent call last):
         ...
         ValueError: lists: item indices must lie in [0, K) = [0, 3), got max 5
+        >>> as_log(np.array([[0, 1]]), np.ones((1, 2)), np.zeros(3), pscore_list=[0.5],
+        ...        pscore_cascade=[[0.25, 0.01]])  # the list above its last prefix
+        Traceback (most recent call last):
+        ...
+        ValueError: pscore_cascade, pscore_list: in round 0 the prefix through the last position has probability 0.01 and the list 0.5; both are the whole list's, so they must be equal: not the propensities of any logger
         >>> import pandas as pd
         >>> df = pd.DataFrame({"round": [0, 0], "position": [1, 0], "item": [2, 0],
         ...                    "reward": [0.0, 1.0], "v0_0": [0.5, 0.5]})
@@ -191,12 +250,16 @@ def as_log(
     }
     given = {"pscore_list": pscore_list, "pscore_position": pscore_position,
              "pscore_pair": pscore_pair, "pscore_cascade": pscore_cascade}
+    pscores, dtypes = {}, []
     for name, p in given.items():
         if p is None:
             continue
         dims = PSCORE_VARS[name]
         shape = (n,) if len(dims) == 1 else (n, L)
-        data[name] = (dims, _check_pscore(p, name, shape))
+        dtypes.append(np.asarray(p).dtype)
+        pscores[name] = _check_pscore(p, name, shape)
+        data[name] = (dims, pscores[name])
+    check_pscore_invariants(pscores, *pscore_tolerance(dtypes, L))
     if items_a is not None:
         data["items"] = (("item", "dim"), items_a)
     ds = xr.Dataset(data)

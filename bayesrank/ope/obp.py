@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 
 from bayesrank._validate import check_int
+from bayesrank.ope._common import check_pscore_invariants, pscore_tolerance
 from bayesrank.ope._long import grid_cells
 from bayesrank.ope.log import as_log, check_log
 
@@ -54,8 +55,11 @@ _OPTIONAL = ("context", "action_context", "expected_reward_factual", *_PSCORES)
 #: Keys obp does not have, written by :func:`to_obp` so that a log round-trips.
 _EXTRA = ("v0", "pscore_pair")
 
-#: Every key :func:`from_obp` reads (obp's, then bayesrank's two extras).
+#: Every key :func:`from_obp` reads (obp's, then bayesrank's two extras); it ignores
+#: any other (listed in the log's attribute ``ignored_keys``).
 OBP_KEYS = (*_REQUIRED, *_OPTIONAL, *_EXTRA)
+#: The log variable of each pscore key, as named in from_obp's messages.
+_PSCORE_KEY = {**{v: k for k, v in _PSCORES.items()}, "pscore_pair": "pscore_pair"}
 
 
 def _key(k) -> str:
@@ -165,20 +169,32 @@ def from_obp(bandit_feedback) -> xr.Dataset:
     ids non-negative integers, (slate_id, position) unique, actions in
     [0, n_unique_action), ``pscore`` the same on every row of a slate,
     ``pscore_cascade`` non-increasing within a slate) plus finite contexts, item
-    vectors and rewards (NaN allowed) and ``n_rounds`` = the number of slates.
-    Nothing a key names is imported or called.
+    vectors and rewards (NaN allowed), ``n_rounds`` = the number of slates, and the
+    propensities agreeing with each other as every logger's do (within rounding, see
+    :func:`~bayesrank.ope.as_log`): a slate's last ``pscore_cascade`` is its
+    ``pscore``, and its ``pscore_item_position`` (and ``pscore_pair``) are at least
+    that. Nothing a key names is imported or called.
+
+    Keys it does not read are ignored, as obp's own estimators ignore what they do
+    not need (obp's dicts carry e.g. ``len_list`` or the evaluation policy's
+    propensities): the log's attribute ``ignored_keys`` lists them (a string, the
+    keys separated by ", "; absent when none was ignored). An optional key whose
+    value is None counts as absent (obp writes None for a propensity it did not
+    compute).
 
     Args:
         bandit_feedback: dict with the required keys ``n_rounds``,
             ``n_unique_action``, ``slate_id``, ``position``, ``action``, ``reward``,
             and optionally ``pscore``, ``pscore_item_position``, ``pscore_cascade``,
             ``context``, ``action_context``, ``expected_reward_factual``, ``v0`` and
-            ``pscore_pair`` (``bayesrank.ope.obp.OBP_KEYS``); any other key is refused.
+            ``pscore_pair`` (``bayesrank.ope.obp.OBP_KEYS``); any other key is
+            ignored.
 
     Returns:
         The log Dataset, with ``K`` = ``n_unique_action``, ``items`` from
         ``action_context``, the three pscore variables present and ``context`` and
-        ``expected_reward_factual`` when given. An integer reward becomes float.
+        ``expected_reward_factual`` when given; the attribute ``ignored_keys`` when
+        keys were ignored. An integer reward becomes float.
 
     Raises:
         ValueError, TypeError: with a message starting with the key, e.g.
@@ -199,23 +215,23 @@ def from_obp(bandit_feedback) -> xr.Dataset:
         ([[1, 2], [0, 2]], [4, 7])
         >>> log.pscore_cascade.values.tolist() == [[1 / 3, 1 / 6]] * 2
         True
+        >>> from_obp({**bf, "len_list": 2}).attrs["ignored_keys"]  # not read
+        'len_list'
         >>> bf["pscore"] = np.full(4, 1.5)
         >>> from_obp(bf)
         Traceback (most recent call last):
         ...
         ValueError: bandit_feedback['pscore']: propensities must lie in (0, 1], got min 1.5 and max 1.5
     """
-    bf = bandit_feedback
-    if not isinstance(bf, Mapping):
+    if not isinstance(bandit_feedback, Mapping):
         raise TypeError(
-            f"bandit_feedback: expected a dict with obp's keys, got {type(bf).__name__}"
+            f"bandit_feedback: expected a dict with obp's keys, got "
+            f"{type(bandit_feedback).__name__}"
         )
-    unknown = [k for k in bf if k not in OBP_KEYS]
-    if unknown:
-        raise ValueError(
-            f"{', '.join(_key(k) for k in unknown)}: unknown key(s); from_obp reads "
-            f"{', '.join(OBP_KEYS)}"
-        )
+    # obp's estimators take the whole dict and read what they need: so does from_obp
+    ignored = [k for k in bandit_feedback if not (isinstance(k, str) and k in OBP_KEYS)]
+    bf = {k: v for k, v in bandit_feedback.items()
+          if isinstance(k, str) and k in OBP_KEYS and (v is not None or k in _REQUIRED)}
     missing = [k for k in _REQUIRED if k not in bf]
     if missing:
         raise ValueError(f"{', '.join(_key(k) for k in missing)}: missing (required)")
@@ -275,14 +291,11 @@ def from_obp(bandit_feedback) -> xr.Dataset:
                 )
             args["pscore_list"] = g[:, 0]
             continue
-        if k == "pscore_cascade":
-            rises = (np.diff(g, axis=1) > 0).any(axis=1)
-            if rises.any():
-                raise ValueError(
-                    f"{_key(k)}: rises along the positions of slate {ids[np.argmax(rises)]};"
-                    " a prefix's probability is non-increasing in each slate"
-                )
         args[_PSCORES.get(k, k)] = g
+    # as_log checks the same, naming its arguments: here the keys and the slate ids
+    check_pscore_invariants(
+        args, *pscore_tolerance([np.asarray(bf[k]).dtype for k in pscores], L),
+        name=lambda var: _key(_PSCORE_KEY[var]), row=lambda i: f"slate {ids[i]}")
     log = as_log(grid(action), grid(reward), v0, **args, K=K, items=items)
     if context is not None and not ("v0" in bf and np.array_equal(context, v0)):
         log["context"] = (("round", "context_dim"), context)
@@ -290,6 +303,8 @@ def from_obp(bandit_feedback) -> xr.Dataset:
         log["expected_reward_factual"] = (("round", "position"), grid(erf))
     if not np.array_equal(ids, np.arange(n)):
         log = log.assign_coords(slate_id=("round", ids))
+    if ignored:  # one string, so that the log still saves to any NetCDF format
+        log.attrs["ignored_keys"] = ", ".join(str(k) for k in ignored)
     return log
 
 
@@ -334,7 +349,8 @@ def to_obp(log) -> dict:
     (left out when it is the zeros :func:`from_obp` makes: the log has ``context``
     and v0 is zero, of the items' dimension, or 1 without items) and
     ``pscore_pair`` (rows,), when the log has it. So ``from_obp(to_obp(log))`` is
-    ``log`` (identical, when ``K`` is set: a log with items has it) and
+    ``log`` (identical, when ``K`` is set: a log with items has it, and the log has
+    no ``ignored_keys`` attribute, which is not written) and
     ``to_obp(from_obp(bf))`` is ``bf`` with the rows sorted by slate and position and
     the reward as float. One exception: a ``context`` equal to ``v0`` is not stored
     twice, so a log holding both comes back without ``context``.

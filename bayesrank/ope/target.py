@@ -13,6 +13,7 @@ from bayesrank._validate import check_int
 __all__ = [
     "TargetDraws",
     "TargetProbabilities",
+    "check_log_in_target_catalogue",
     "check_target_items",
     "draw_target",
     "target_probabilities",
@@ -61,13 +62,42 @@ def check_target_items(lists, K: int | None, whose: str = "the log's") -> None:
         )
 
 
+def _target_K(target) -> int | None:
+    """The K a target says it ranks (a bayesrank policy's), else None."""
+    tK = getattr(target, "K", None)
+    if isinstance(tK, (int, np.integer)) and not isinstance(tK, bool):
+        return int(tK)
+    return None
+
+
 def _check_target_K(target, K: int | None, whose: str = "the log's") -> None:
     """A target that says its K (a bayesrank policy) must share the log's."""
-    tK = getattr(target, "K", None)
-    if K is not None and isinstance(tK, (int, np.integer)) and not isinstance(tK, bool) \
-            and int(tK) != K:
+    tK = _target_K(target)
+    if K is not None and tK is not None and tK != K:
         raise ValueError(
-            f"target: ranks K={int(tK)} items, but {whose} catalogue has K={K}"
+            f"target: ranks K={tK} items, but {whose} catalogue has K={K}"
+        )
+
+
+def check_log_in_target_catalogue(log, target) -> None:
+    """A log that names no catalogue of its own (no ``K`` attribute, no ``items``)
+    must show only items of the target's, when the target says its K (a bayesrank
+    policy), as ``target.fit(log)`` requires: else a ValueError naming ``lists``.
+
+    A log with a catalogue is checked against the target's K instead (by
+    :func:`draw_target`, naming ``target``)."""
+    tK = _target_K(target)
+    if tK is None or catalogue_size(log) is not None:
+        return
+    lists = np.asarray(log["lists"].values)
+    bad = lists >= tK
+    if bad.any():
+        i, l = (int(j) for j in np.argwhere(bad)[0])
+        raise ValueError(
+            f"lists: the log shows item index {lists[i, l]} (round {i}, position {l}; "
+            f"largest {lists.max()}), outside the target's catalogue [0, K) = [0, {tK}). "
+            "The log has neither a K attribute nor items: the target's catalogue is "
+            "the only one it can be from"
         )
 
 
@@ -144,6 +174,11 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
     group when random (RankTS), one list when deterministic. Its state and round
     counter are restored afterwards and ``update`` is never called.
 
+    A target that says its K (a bayesrank policy) must share the log's catalogue:
+    the log's ``K`` (or the rows of its ``items``), else, when the log names none,
+    its lists must hold indices below the target's K (a ValueError naming
+    ``lists`` otherwise, as ``target.fit(log)`` refuses the log).
+
     Args:
         log: the log Dataset (lists, v0).
         target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` lists.
@@ -173,6 +208,7 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
         )
     K = catalogue_size(log)
     _check_target_K(target, K)
+    check_log_in_target_catalogue(log, target)
     lists = np.asarray(log["lists"].values)
     v0s = np.asarray(log["v0"].values, float)
     L = lists.shape[1]

@@ -351,9 +351,15 @@ class Policy:
                 policy as it was. A log from another catalogue is refused
                 (``ValueError`` naming ``log``): its ``K`` attribute (or the rows of
                 its ``items``) must be the policy's K and, when it carries ``items``,
-                they must equal the policy's item vectors exactly.
+                they must equal the policy's item vectors at the precision the log
+                holds them in (both rounded to it: float32 when the log's items are
+                float32 numbers, as those of :func:`bayesrank.ope.collect` in JAX's
+                default float32, else exactly).
         """
-        from bayesrank.ope.log import check_log  # deferred: keeps xarray out of the policies
+        from bayesrank.ope.log import (  # deferred: keeps xarray out of the policies
+            check_log,
+            same_items,
+        )
 
         check_log(log)  # a Dataset in the log format (its own K)
         K_log = log.attrs.get("K", log["items"].shape[0] if "items" in log else None)
@@ -362,11 +368,10 @@ class Policy:
                 f"log: from a catalogue of K={int(K_log)} items, the policy's has "
                 f"K={self.K}"
             )
-        if "items" in log and not np.array_equal(
-            np.asarray(log["items"].values, float), self.items
-        ):
+        if "items" in log and not same_items(log["items"].values, self.items):
             raise ValueError(
-                "log: its item vectors (items) differ from the policy's: a log from "
+                "log: its item vectors (items) differ from the policy's, beyond the "
+                "rounding of the precision the log stores them in: a log from "
                 "another catalogue"
             )
         if K_log is None:  # indices checked against the policy's K instead

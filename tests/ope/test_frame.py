@@ -88,7 +88,8 @@ def test_a_frame_gives_the_same_log_as_the_arrays():
     rewards[rng.random((n, L)) < 0.3] = np.nan
     v0 = rng.normal(size=(n, d))
     pscore_pair = rng.uniform(0.1, 1.0, size=(n, L))
-    pscore_list = rng.uniform(0.1, 1.0, size=n)
+    # a list is no more probable than its pairs (as_log refuses propensities that say so)
+    pscore_list = pscore_pair.min(axis=1) * rng.uniform(0.1, 1.0, size=n)
     items = rng.normal(size=(K, d))
     t, pos = np.repeat(np.arange(n), L), np.tile(np.arange(L), n)
     df = pd.DataFrame({"round": t, "position": pos, "item": lists[t, pos],

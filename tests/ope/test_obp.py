@@ -380,9 +380,12 @@ BAD = [
     # shapes
     ("reward", _set("reward", np.zeros((6, L))), ValueError),
     ("context", _set("context", np.zeros(6)), ValueError),
-    # unknown keys
-    ("evaluation_policy_pscore", _set("evaluation_policy_pscore", np.ones(M)),
-     ValueError),
+    # propensities that contradict each other (no logger gives them)
+    # slate 0's last prefix (the whole slate) 1/12, its pscore 1/24
+    ("pscore_cascade", _edit("pscore_cascade", 2, 1 / 12), ValueError),
+    ("pscore_item_position", _edit("pscore_item_position", 4, 1e-3), ValueError),
+    # None for a required key
+    ("reward", _set("reward", None), TypeError),
 ]
 
 
@@ -396,6 +399,61 @@ def test_bad_input_names_the_key(key, edit, exc):
     with pytest.raises(exc) as err:
         from_obp(bf)
     assert str(err.value).startswith(f"bandit_feedback[{key!r}]"), str(err.value)
+
+
+def test_propensities_that_contradict_each_other_name_the_keys_and_the_slate():
+    bf = _hand_obp()
+    bf["slate_id"] = 10 * bf["slate_id"] + 3
+    bf["pscore"] = bf["pscore"].copy()
+    bf["pscore"][2 * L:3 * L] = 0.5  # slate 23: more probable than its own prefix
+    with pytest.raises(ValueError, match=r"^bandit_feedback\['pscore_cascade'\], "
+                       r"bandit_feedback\['pscore'\]: .*slate 23\b"):
+        from_obp(bf)
+
+
+#: keys from_obp does not read, as obp's dicts carry them (issue 46, item 3)
+UNREAD = {
+    "len_list": L,
+    "evaluation_policy_pscore": np.ones(M),
+    "ranking_pi_b": np.full((6, L, K), 0.25),
+    "marginal_pi_b_cascade": None,
+    "a callable": print,
+    0: "a key that is not a string",
+}
+
+
+@pytest.mark.parametrize("keys", [["len_list"], ["evaluation_policy_pscore"],
+                                  list(UNREAD)], ids=["len_list", "eval_pscore", "all"])
+def test_keys_it_does_not_read_are_ignored_and_listed(keys):
+    bf = _hand_obp()
+    want = from_obp(bf)
+    got = from_obp({**bf, **{k: UNREAD[k] for k in keys}})
+    assert got.attrs.pop("ignored_keys") == ", ".join(str(k) for k in keys)
+    assert got.identical(want)
+    assert "ignored_keys" not in want.attrs
+
+
+@pytest.mark.parametrize("key, edit", [
+    ("pscore", _set("pscore", np.full(M, 1.5))),
+    ("action", _edit("action", 3, K)),
+    ("n_rounds", _drop("n_rounds")),
+], ids=["pscore", "action", "n_rounds"])
+def test_what_it_reads_is_still_checked_beside_unread_keys(key, edit):
+    bf = {**_hand_obp(), "len_list": L, "evaluation_policy_pscore": np.ones(M)}
+    edit(bf)
+    with pytest.raises(ValueError, match=rf"^bandit_feedback\[{key!r}\]"):
+        from_obp(bf)
+
+
+@pytest.mark.parametrize("key", ["pscore_item_position", "pscore_cascade", "pscore",
+                                 "expected_reward_factual", "context", "action_context"])
+def test_an_optional_key_set_to_none_is_absent(key):
+    """obp writes None for what it did not compute (pscore_item_position without
+    return_pscore_item_position, its generators' pscore_cascade)."""
+    bf = _hand_obp()
+    want = from_obp({k: v for k, v in bf.items() if k != key})
+    got = from_obp({**bf, key: None})
+    assert got.identical(want)
 
 
 def test_a_duplicated_row_is_named_as_such():

@@ -300,6 +300,50 @@ def test_evaluate_checks_the_target_against_the_items_when_the_log_has_no_catalo
     _raises(ValueError, "target", lambda: evaluate(bare, Fixed([0, -1]), ["pair_ips"]))
 
 
+def _bare(log, bad=None):
+    """The log's arrays through as_log without items or K (no catalogue of its own);
+    ``bad``: item index shown at round 3, position 1."""
+    lists = log["lists"].values.copy()
+    if bad is not None:
+        lists[3, 1] = bad
+    return as_log(lists=lists, rewards=log["rewards"].values, v0=log["v0"].values,
+                  **{k: log[k].values for k in ("pscore_list", "pscore_position",
+                                                "pscore_pair", "pscore_cascade")})
+
+
+@pytest.mark.parametrize("estimators", [["list_ips"], ["pair_ips"],
+                                        ["position_ips", "cascade_ips"], ["dm"], None],
+                         ids=["list_ips", "pair_ips", "position+cascade", "dm", "default"])
+@pytest.mark.parametrize("bad", [5, 9], ids=["K", "K+4"])
+def test_evaluate_refuses_a_bare_log_showing_items_outside_the_targets_catalogue(
+        env, log, estimators, bad):
+    """A log without items or K showing item 5 to a K = 5 target: list_ips and the
+    other IPS answered with intervals (issue 46, item 1); fit refuses the same log."""
+    bare = _bare(log, bad)
+    pol = br.RankTS(items=env.items, w=env.w, seed=0)
+    before = _policy_state(pol)
+    kw = {} if estimators is None else {"estimators": estimators}
+    with pytest.raises(ValueError, match=rf"^lists: .*item index {bad}\b.*\[0, 5\)"):
+        evaluate(bare, pol, **kw)
+    _assert_policy_unchanged(before, pol)
+    with pytest.raises(ValueError, match=r"^lists: "):
+        pol.fit(bare)
+    with pytest.raises(ValueError, match=r"^lists: "):
+        br.ope.target_probabilities(bare, pol)
+
+
+@pytest.mark.parametrize("estimators", [["list_ips"], ["pair_ips"], None],
+                         ids=["list_ips", "pair_ips", "default"])
+def test_evaluate_takes_a_bare_log_inside_the_targets_catalogue(env, log, estimators):
+    kw = {} if estimators is None else {"estimators": estimators}
+    bare = _bare(log, 4)
+    pol = br.RankTS(items=env.items, w=env.w, seed=0)
+    res = evaluate(bare, pol, n_draws=50, **kw)
+    assert np.isfinite(res.estimate.values).all()
+    res = evaluate(bare, Fixed([9, 0]), ["list_ips"])  # no K of its own: nothing to check
+    assert float(res.estimate.values[0]) == 0.0
+
+
 @pytest.mark.parametrize("estimators", [["dm"], ["pair_ips"], ["pair_dr"], None],
                          ids=["dm", "pair_ips", "pair_dr", "default"])
 def test_evaluate_refuses_a_log_with_no_observed_reward(log, estimators):
@@ -377,6 +421,53 @@ def test_fit_takes_a_log_of_its_own_catalogue(env, log):
     pol.fit(log)
     assert pol.t == 0 and pol.history()[0].shape == (400, 2)
     pol.fit(log.drop_vars("items"))  # K only: checked against the policy's K
+
+
+def _catalogue_through_float32():
+    """(V float64, a log collected in an env built from V): JAX in float32 keeps the
+    env's item vectors in float32, and collect stores those."""
+    rng = np.random.default_rng(7)
+    V = rng.normal(size=(5, 3))
+    paper = br.RankingEnv.paper(seed=0, K=5, L=2, d=3)
+    env = br.RankingEnv(V, paper.theta, paper.w)
+    return V, env, collect(env, UniformLogger(5, 2), 40, seed=0)
+
+
+@pytest.mark.parametrize("stored", ["float32 in float64", "float32"])
+def test_fit_takes_a_log_whose_items_went_through_float32(stored):
+    """RankTS(items=V).fit(log) said "another catalogue" over a 1.5e-8 difference
+    (issue 46, item 3b)."""
+    V, env, log = _catalogue_through_float32()
+    assert log["items"].dtype == np.float64  # as_log stores float64 ...
+    assert not np.array_equal(log["items"].values, V)  # ... of float32 numbers
+    if stored == "float32":
+        log = log.assign(items=log["items"].astype(np.float32))
+    pol = br.RankTS(items=V, w=env.w, seed=0)
+    pol.fit(log)
+    assert pol.history()[0].shape == (40, 2)
+
+
+@pytest.mark.parametrize("case", ["nudged 1e-6", "another catalogue", "one row",
+                                  "float32 log, nudged 1e-6", "float64 nudged 1e-12"])
+def test_fit_still_refuses_items_beyond_the_rounding_of_their_storage(case):
+    V, env, log = _catalogue_through_float32()
+    mine = V.copy()
+    if case in ("nudged 1e-6", "float32 log, nudged 1e-6"):
+        mine = V * (1 + 1e-6)  # some 16 float32 ulps
+        if case.startswith("float32"):
+            log = log.assign(items=log["items"].astype(np.float32))
+    elif case == "another catalogue":
+        mine = np.random.default_rng(8).normal(size=V.shape)
+    elif case == "one row":
+        mine[2] = -mine[2]
+    else:  # a log stored in float64 is compared in float64
+        lists = log["lists"].values
+        log = as_log(lists, log["rewards"].values, log["v0"].values, items=V)
+        mine = V + 1e-12
+    pol = br.RankTS(items=mine, w=env.w, seed=0)
+    before = _policy_state(pol)
+    _raises(ValueError, "log", lambda: pol.fit(log))
+    _assert_policy_unchanged(before, pol)
 
 
 def test_fit_names_log_when_given_a_dataframe(env, log):
