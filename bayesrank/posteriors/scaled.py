@@ -193,7 +193,11 @@ def grid_terms(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, xp=jnp, A=None)
     qc = (q - 2.0 * xp.dot(m0, u) + xp.dot(m0, Sm)) / (sf * sf)
     if A is not None:
         S, uc = A.T @ S @ A, A.T @ uc
-    D, U = xp.linalg.eigh(S)
+    if xp is np:
+        D, U = np.linalg.eigh(S)
+    else:  # symmetrised here: eigh's own symmetrisation is a slower path (86 vs 35 us
+        # for four 10 x 10 matrices on CPU, benchmarks/learnt_scale.py)
+        D, U = jnp.linalg.eigh(0.5 * (S + S.T), symmetrize_input=False)
     D = xp.maximum(D, 0.0)
     z = U.T @ uc
     g2 = xp.exp(2.0 * log_g)
