@@ -13,7 +13,10 @@ The UCB bounds contain ``beta_T``, which depends on the data through
 positions, one value per horizon) for a data-dependent bound; leave it out to use the
 deterministic bound of the elliptical potential lemma (Lemma 2, AM-GM on the
 eigenvalues): ``log(det V_T / lam^d) <= d log(1 + T M^2 / (d lam))`` with ``M`` the
-bound on the feature norms.
+bound on the feature norms. Then ``beta_T`` grows like ``d log T`` and every bound here
+is ``O~(L d sqrt(T))``, linear in ``d`` at fixed ``T`` up to logs, not the
+``O~(L sqrt(dT))`` the paper's text states (docs/background/model.md, "Theorem 1's
+rate: what the code computes").
 
 :func:`~bayesrank.policies.width.lemma1_width` (Lemma 1's confidence radius, which the
 UCB policies call at run time) lives with the policies and
@@ -151,6 +154,11 @@ def rank_ucb_bound(
     ``R_T <= 2 sqrt(2) (c2/c1) L sqrt(d T beta_T log(1 + T ((1 + w_max) m1)^2
     / (d lam)))``
     with ``sqrt(beta_T) = sqrt(lam) m2 + sqrt(2 log(1/delta) + log(det V_T/lam^d))``.
+
+    With the default log-det bound ``d log(1 + T M^2/(d lam))``, ``beta_T = O(d log T)``
+    and the computed bound is ``O~(L d sqrt(T))``: linear in ``d`` at fixed ``T`` (up to
+    logs), not the paper's stated ``O~(L sqrt(dT))`` (docs/background/model.md,
+    "Theorem 1's rate: what the code computes").
 
     Args:
         T: horizons (any shape, >= 0).

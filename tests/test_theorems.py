@@ -117,6 +117,75 @@ def test_window_bound_reduces_to_theorem_1():
     )
 
 
+def test_rank_ucb_bound_matches_the_closed_form_over_T_and_d():
+    """Theorem 1 with beta_T at the log det bound, in numpy, on a (T, d) grid.
+
+    docs/background/model.md, "Theorem 1's rate: what the code computes".
+    """
+    L, lam, delta, m1, m2, w, c1, c2 = 3, 0.5, 0.05, 1.3, 0.8, 2.0, 0.7, 1.1
+    kw = {"L": L, "lam": lam, "delta": delta, "m1": m1, "m2": m2, "w_max": w}
+    kw |= {"c1": c1, "c2": c2}
+    T = np.array([1e2, 1e4, 1e6])[:, None]
+    d = np.array([1, 10, 200, 800])[None, :]
+    ell = np.log(1 + T * ((1 + w) * m1) ** 2 / (d * lam))
+    sqrt_beta = np.sqrt(lam) * m2 + np.sqrt(2 * np.log(1 / delta) + d * ell)
+    ref = 2 * np.sqrt(2) * (c2 / c1) * L * np.sqrt(d * T * sqrt_beta**2 * ell)
+    got = np.array(
+        [[theorems.rank_ucb_bound(t, d=int(k), **kw) for k in d[0]] for t in T[:, 0]]
+    )
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=0)
+    # Leading term once d * ell is large: 2 sqrt(2) (c2/c1) L d ell sqrt(T).
+    lead = 2 * np.sqrt(2) * (c2 / c1) * L * d * ell * np.sqrt(T)
+    assert 1 < got[-1, -1] / lead[-1, -1] < 1.02
+
+
+# The bounds at M = (1 + w_max) m1 = 2, lam = 1, as functions of (T, d).
+_IN_D = {
+    "rank_ucb": lambda T, d: theorems.rank_ucb_bound(
+        T, L=4, d=d, lam=1.0, delta=0.1, m1=1.0, m2=1.0, w_max=1.0
+    ),
+    "win_rank_ucb": lambda T, d: theorems.win_rank_ucb_bound(
+        T, L=4, d=d, lam=1.0, delta=0.1, m1=1.0, m2=1.0, w_sum_max=1.0
+    ),
+    "gen_rank_ucb_printed": lambda T, d: theorems.gen_rank_ucb_bound(
+        T, L=4, d=d, lam=1.0, delta=0.1, m2=1.0, m3=1.0
+    ),
+    "gen_rank_ucb_m1": lambda T, d: theorems.gen_rank_ucb_bound(
+        T, L=4, d=d, lam=1.0, delta=0.1, m2=1.0, m3=1.0, m1=1.0
+    ),
+    "rank_ts": lambda T, d: theorems.rank_ts_bound(
+        T, L=4, d=d, m1=1.0, m2=1.0, w_max=1.0
+    ),
+}
+_DS = np.array([100, 200, 400, 800])
+
+
+def _growth_in_d(bound, T):
+    """The bound at d in _DS and its log-log slopes between consecutive d."""
+    b = np.array([float(bound(T, int(d))) for d in _DS])
+    return b, np.diff(np.log(b)) / np.diff(np.log(_DS))
+
+
+@pytest.mark.parametrize("name", sorted(_IN_D))
+def test_bounds_grow_linearly_in_d_at_fixed_T(name):
+    """O~(L d sqrt(T)), not O~(L sqrt(dT)): beta_T carries d log T.
+
+    docs/background/model.md, "Theorem 1's rate: what the code computes".
+    """
+    bound = _IN_D[name]
+    b, slope = _growth_in_d(bound, 1e6)
+    ratio = b[-1] / b[1]  # d = 800 against d = 200
+    assert ratio > 3.2, (
+        f"bound(d=800)/bound(d=200) = {ratio:.3f} at T = 1e6: linear growth in d "
+        "gives about 4 (3.3-3.4 with the log factor), sqrt(d) growth gives 2"
+    )
+    assert np.all((slope > 0.8) & (slope < 1.0)), f"log-log slopes in d: {slope}"
+    # The slope is about 1 - 1/log(T M^2 / (d lam)): it tends to 1 as T grows.
+    slopes = np.array([_growth_in_d(bound, T)[1] for T in (1e6, 1e9, 1e12)])
+    assert np.all(np.diff(slopes, axis=0) > 0), f"slopes, T = 1e6, 1e9, 1e12: {slopes}"
+    assert np.all(slopes[-1] > 0.93), f"slopes at T = 1e12: {slopes[-1]}"
+
+
 def test_lemma1_width_formula():
     r = np.array([0.0, 3.0])
     got = np.asarray(theorems.lemma1_width(r, lam=4.0, delta=0.2, m2=1.5))
