@@ -189,7 +189,7 @@ class LatentW(Part):
         self.w_prior = check_w_prior(w_prior, None)
         self.slice_steps = slice_steps
         self.known_noise = isinstance(base, GaussianLinear)
-        #: a learnt-scale base: g (and s) integrated on its grid with theta
+        # a learnt-scale base: g (and s) integrated on its grid with theta
         self.learnt = isinstance(base, LearntScaleLinear)
         self.discount = base.discount
 

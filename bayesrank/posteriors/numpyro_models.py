@@ -99,14 +99,29 @@ def glm(
         x: (n, p) features.
         y: (n,) rewards, or None.
         link: see :func:`glm_likelihood`.
-        prior_scale: sd of the default prior N(0, prior_scale^2 I).
+        prior_scale: sd of the default prior N(0, prior_scale^2 I), or a NumPyro
+            distribution on (0, inf): a hyperprior, sampled as the site
+            ``"prior_scale"`` with theta non-centred (``theta = prior_scale * z``, z
+            the site ``"<theta_site>_z"``; with the noise learnt too, theta's sd is
+            ``prior_scale * noise_scale``, so the reward's units cancel).
         prior: a NumPyro distribution for theta replacing the default: scalar
             (applied i.i.d. to the p coordinates) or of shape (p,).
-        noise_scale: Gaussian noise sd (identity link only).
+        noise_scale: Gaussian noise sd (identity link only), or a NumPyro
+            distribution on (0, inf), sampled as the site ``"noise_scale"``.
         theta_site: the name of the coefficient site.
     """
     n, p = x.shape[-2], x.shape[-1]
-    theta = numpyro.sample(theta_site, _theta_prior(prior, prior_scale, p))
+    if isinstance(noise_scale, dist.Distribution):
+        noise_scale = numpyro.sample("noise_scale", noise_scale)
+        unit = noise_scale
+    else:
+        unit = 1.0
+    if isinstance(prior_scale, dist.Distribution):
+        g = numpyro.sample("prior_scale", prior_scale)
+        z = numpyro.sample(f"{theta_site}_z", dist.Normal(0.0, 1.0).expand([p]).to_event(1))
+        theta = numpyro.deterministic(theta_site, g * unit * z)
+    else:
+        theta = numpyro.sample(theta_site, _theta_prior(prior, prior_scale, p))
     with numpyro.plate("obs", n):
         numpyro.sample("y", glm_likelihood(x @ theta, link, noise_scale), obs=y)
 

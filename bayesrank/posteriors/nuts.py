@@ -89,6 +89,8 @@ from bayesrank.posteriors.numpyro_compat import (
 from bayesrank.posteriors.nuts_adapt import Schedule, readapt
 from bayesrank.posteriors.nuts_export import fresh_chains
 from bayesrank.posteriors.registry import function_path, resolve_model
+from bayesrank.posteriors.scaled import check_hyperprior
+from bayesrank.posteriors.w_prior import prior_config, prior_from_config
 
 __all__ = ["BayesGLM", "MaskObserved", "NumPyroModel", "NutsState"]
 
@@ -837,6 +839,23 @@ class NumPyroModel(Part):
         return f"NumPyroModel({name}, link={self.link.name!r}, n_max={self.n_max})"
 
 
+def _scale_or_hyperprior(value, name: str):
+    """A positive number (as float) or a NumPyro distribution on (0, inf)."""
+    if isinstance(value, numpyro.distributions.Distribution):
+        return check_hyperprior(value, name)
+    return float(check_real(value, name, low=0, inclusive="neither"))
+
+
+def _scale_config(value, name: str):
+    """A scale for a config: the number, or the hyperprior's class and parameters."""
+    if not isinstance(value, numpyro.distributions.Distribution):
+        return value
+    cfg = prior_config(value)
+    if cfg["params"] is None:
+        raise TypeError(f"config: {name}: the hyperprior cannot be saved: {cfg['why']}")
+    return cfg
+
+
 class BayesGLM(NumPyroModel):
     """GLM per position, theta ~ N(0, prior_scale^2 I) (or ``prior``), by warm NUTS.
 
@@ -845,9 +864,13 @@ class BayesGLM(NumPyroModel):
 
     Args:
         link: "logistic", "probit", "identity" or "exp".
-        prior_scale: sd of the default Normal prior.
+        prior_scale: sd of the default Normal prior, or a NumPyro distribution on
+            (0, inf): the hyperprior of that sd, learnt with theta (a site
+            ``"prior_scale"``, theta non-centred; relative to the noise sd when that
+            is learnt too).
         prior: a NumPyro distribution for theta (scalar i.i.d. or shape (p,)).
-        noise_scale: Gaussian noise sd (identity link only).
+        noise_scale: Gaussian noise sd (identity link only), or a NumPyro
+            distribution on (0, inf): its hyperprior (a site ``"noise_scale"``).
         theta_site: name of the coefficient site.
         **options: the sampler options of :class:`NumPyroModel`.
 
@@ -869,17 +892,25 @@ class BayesGLM(NumPyroModel):
         name = link.name if isinstance(link, Link) else link
         if not isinstance(name, str) or name not in models.GLM_LINKS:
             raise ValueError(f"link: expected one of {models.GLM_LINKS}, got {link!r}")
-        prior_scale = check_real(prior_scale, "prior_scale", low=0, inclusive="neither")
-        noise_scale = check_real(noise_scale, "noise_scale", low=0, inclusive="neither")
+        prior_scale = _scale_or_hyperprior(prior_scale, "prior_scale")
+        noise_scale = _scale_or_hyperprior(noise_scale, "noise_scale")
+        if isinstance(noise_scale, numpyro.distributions.Distribution) \
+                and name != "identity":
+            raise ValueError(
+                f"noise_scale: a hyperprior needs the identity link (Gaussian noise), "
+                f"got link {name!r}")
+        if prior is not None and isinstance(
+                prior_scale, numpyro.distributions.Distribution):
+            raise ValueError("prior_scale: a hyperprior and prior= exclude each other")
         if prior is not None and not isinstance(
             prior, numpyro.distributions.Distribution
         ):
             raise TypeError(
                 f"prior: expected a numpyro Distribution or None, got {type(prior).__name__}"
             )
-        self.prior_scale = float(prior_scale)
+        self.prior_scale = prior_scale
         self.prior = prior
-        self.noise_scale = float(noise_scale)
+        self.noise_scale = noise_scale
         model = functools.partial(
             models.glm,
             link=name,
@@ -908,8 +939,8 @@ class BayesGLM(NumPyroModel):
         return {
             "type": "BayesGLM",
             "link": self.link.name,
-            "prior_scale": self.prior_scale,
-            "noise_scale": self.noise_scale,
+            "prior_scale": _scale_config(self.prior_scale, "prior_scale"),
+            "noise_scale": _scale_config(self.noise_scale, "noise_scale"),
             "theta_site": self.theta_site,
             **self._options(),
         }
@@ -923,10 +954,21 @@ class BayesGLM(NumPyroModel):
         kind = cfg.pop("type", "BayesGLM")
         if kind != "BayesGLM":
             raise ValueError(f"cfg: expected type 'BayesGLM', got {kind!r}")
+        for name in ("prior_scale", "noise_scale"):
+            if isinstance(cfg.get(name), dict):  # a hyperprior, by class name
+                try:
+                    cfg[name] = prior_from_config(cfg[name])
+                except ValueError as exc:
+                    raise ValueError(str(exc).replace("w_prior:", f"{name}:", 1)) \
+                        from None
         return cls(**cfg)
 
     def __repr__(self) -> str:
+        def show(v):
+            return (f"{type(v).__name__}(...)"
+                    if isinstance(v, numpyro.distributions.Distribution) else repr(v))
+
         return (
-            f"BayesGLM(link={self.link.name!r}, prior_scale={self.prior_scale}, "
+            f"BayesGLM(link={self.link.name!r}, prior_scale={show(self.prior_scale)}, "
             f"n_max={self.n_max})"
         )

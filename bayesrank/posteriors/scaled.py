@@ -79,8 +79,8 @@ from bayesrank.posteriors.w_prior import (
     prior_range,
 )
 
-__all__ = ["GRID", "LearntScaleLinear", "LearntScaleState", "default_hyperprior",
-           "is_learnt"]
+__all__ = ["GRID", "LearntScaleLinear", "LearntScaleState", "check_hyperprior",
+           "default_hyperprior", "is_learnt"]
 
 #: Grid nodes of log g (uniform in log g over the hyperprior's central 1 - 2e-6 mass).
 GRID = 160
@@ -140,7 +140,7 @@ def _hyper_grid(prior) -> tuple[np.ndarray, np.ndarray]:
     return log_g, logw - np.logaddexp.reduce(logw)
 
 
-def _check_hyperprior(prior, name: str):
+def check_hyperprior(prior, name: str):
     """A scalar NumPyro distribution on (0, inf) with finite quantiles, or None."""
     if prior is None:
         return None
@@ -227,9 +227,10 @@ class LearntScaleLinear(Part):
         discount: gamma in (0, 1], stabilised forgetting (see the module docstring).
 
     Raises:
-        ValueError / TypeError: a hyperprior that is not a positive scalar
-            distribution, non-finite or non-positive numbers (the message names the
-            argument).
+        ValueError: a hyperprior that is not a positive scalar distribution,
+            non-finite or non-positive numbers (the message names the argument).
+        TypeError: a scale that is neither None, a number, an array nor a
+            distribution; a distribution as ``noise_scale``.
 
     Example:
         >>> import numpyro.distributions as dist
@@ -247,10 +248,10 @@ class LearntScaleLinear(Part):
                  discount=1.0):
         self.prior_mean, _, self._p = _check_prior(prior_mean, 1.0)
         self.fixed_scale = None
-        #: None, or (p, p): theta = m0 + shape z (a fixed per-coordinate prior scale)
+        # None, or (p, p): theta = m0 + shape z (a fixed per-coordinate prior scale)
         self.shape = None
         if prior_scale is None or is_distribution(prior_scale):
-            self.hyperprior = _check_hyperprior(prior_scale, "prior_scale")
+            self.hyperprior = check_hyperprior(prior_scale, "prior_scale")
             log_g, logw = _hyper_grid(self.hyperprior)
         else:  # fixed: only the noise is learnt (Normal-Inverse-Gamma, Jeffreys)
             _, scale, p_scale = _check_prior(0.0, prior_scale)
@@ -282,6 +283,7 @@ class LearntScaleLinear(Part):
 
     @property
     def learn_noise(self) -> bool:
+        """Whether the noise sd is learnt (``noise_scale=None``)."""
         return self.noise_scale is None
 
     def __repr__(self) -> str:
@@ -353,10 +355,9 @@ class LearntScaleLinear(Part):
         logw = logits - jax.scipy.special.logsumexp(logits, axis=-1, keepdims=True)
         return U, D, z, denom, beta, logw
 
-    def _fallback_var(self, state, beta_unused=None):
+    def _fallback_var(self, state):
         """The variance used where a position has no data: the mean squared centred
         reward over all positions (over sf^2), or 1 before any reward."""
-        del beta_unused
         dtype = state.u.dtype
         p = state.u.shape[-1]
         m0, sf = self._m0(p, dtype), self._sf(dtype)

@@ -505,3 +505,48 @@ def test_datatree_groups_densities_and_arviz_summaries():
     sense = az.psense_summary(dt)
     assert len(sense) == 3
     assert np.all(np.isfinite(sense["prior"].astype(float)))
+
+
+def test_a_hyperprior_on_the_prior_scale_recovers_the_exact_learnt_scale_posterior():
+    """BayesGLM(prior_scale=HalfCauchy(1)) by NUTS against the exact grid posterior of
+    GaussianLinear(prior_scale=HalfCauchy(1)) (known noise 1): theta's mean and sd, and
+    the posterior mean of log g."""
+    import numpyro.distributions as dist
+
+    from bayesrank.posteriors import GaussianLinear
+
+    L, p, n = 1, 3, 30
+    theta = jnp.array([[0.4, -0.3, 0.2]])
+    X, Y = _data(jax.random.key(5), n, L, p, theta, "identity")
+    model = BayesGLM(link="identity", prior_scale=dist.HalfCauchy(1.0), n_max=32,
+                     num_warmup=150)
+    state = _run_bandit_like(model, X, Y, jax.random.key(6))
+    _, draws = _chain(model, state, jax.random.key(7), 3000)
+    draws = draws[200:, 0]
+    exact = GaussianLinear(prior_scale=dist.HalfCauchy(1.0), noise_scale=1.0)
+    es = exact.init(L, p)
+    for x, y in zip(X, Y):
+        es = exact.update(es, x, y)
+    mu, cov = np.asarray(exact.mean(es))[0], np.asarray(exact.covariance(es))[0]
+    ess = np.asarray(effective_sample_size(draws[None]))
+    mcse = np.sqrt(np.diag(cov) / ess)
+    assert np.all(ess > 200), ess
+    assert np.all(np.abs(draws.mean(0) - mu) < 4 * mcse), (draws.mean(0), mu, mcse)
+    np.testing.assert_allclose(draws.std(0), np.sqrt(np.diag(cov)), rtol=0.15)
+    dt = model.to_datatree(state, 0, key=jax.random.key(8))
+    assert {"prior_scale", "theta"} <= set(dt["posterior"].data_vars)
+
+
+def test_hyperpriors_round_trip_and_bad_ones_are_refused():
+    import numpyro.distributions as dist
+
+    m = BayesGLM(link="identity", prior_scale=dist.HalfNormal(2.0),
+                 noise_scale=dist.HalfCauchy(1.0), n_max=8)
+    again = BayesGLM.from_config(json.loads(json.dumps(m.config())))
+    assert again.config() == m.config()
+    with pytest.raises(ValueError, match="noise_scale: a hyperprior needs the identity"):
+        BayesGLM(link="logistic", noise_scale=dist.HalfCauchy(1.0))
+    with pytest.raises(ValueError, match="prior_scale: the hyperprior must live on"):
+        BayesGLM(link="logistic", prior_scale=dist.Normal(0.0, 1.0))
+    with pytest.raises(ValueError, match="prior_scale: a hyperprior and prior="):
+        BayesGLM(prior_scale=dist.HalfNormal(1.0), prior=dist.Laplace(0.0, 1.0))
