@@ -8,6 +8,11 @@ the user's last item contribute nothing.
 
 ``RankingEnv`` is a JAX pytree, so its methods can be jitted and vmapped over runs and
 over batches of environments.
+
+With ``feedback="cascade"`` the Bernoulli clicks of Eq. 1 are seen through a cascade:
+the user examines the list top-down and leaves at the first click (the positions
+after it are NaN, not observed), and a list's value is P(at least one click)
+``= 1 - prod_l (1 - p_l)``, p_l the click probability of Eq. 1 at position l.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from bayesrank.decoding.window import window_decode
 from bayesrank.model import scores
 from bayesrank.model.links import apply_links, resolve_links
 from bayesrank.model.noise import Noise, default_noise
+from bayesrank.simulation.click_base import through_cascade
 
 __all__ = ["RankingEnv"]
 
@@ -42,6 +48,9 @@ class RankingEnv:
             per position.
         noise: a :mod:`bayesrank.model.noise` family; by default Gaussian(1) for the identity
             link, Bernoulli for logistic/probit and Poisson for exp.
+        feedback: "full" (every position's reward is observed; the value is the
+            expected total reward) or "cascade" (Bernoulli clicks seen top-down up to
+            the first click, NaN after it; the value is P(at least one click)).
 
     Example:
         >>> import bayesrank as br
@@ -52,7 +61,14 @@ class RankingEnv:
     """
 
     def __init__(
-        self, items, theta, w, v0=None, link="identity", noise: Noise | None = None
+        self,
+        items,
+        theta,
+        w,
+        v0=None,
+        link="identity",
+        noise: Noise | None = None,
+        feedback: str = "full",
     ):
         V = check_array(items, "items", ndim=2)
         Th = check_array(theta, "theta", ndim=2)
@@ -88,6 +104,14 @@ class RankingEnv:
             )
         for lk in links:
             noise.check_link(lk)
+        if not isinstance(feedback, str) or feedback not in FEEDBACK:
+            raise ValueError(f"feedback: expected one of {FEEDBACK}, got {feedback!r}")
+        if feedback == "cascade" and noise.name != "bernoulli":
+            raise ValueError(
+                "feedback: 'cascade' needs Bernoulli clicks (a logistic or probit link), "
+                f"got {noise.name} noise"
+            )
+        self.feedback = feedback
         self.items = jnp.asarray(V)
         self.theta = jnp.asarray(Th)
         self.w = jnp.asarray(W)
@@ -98,16 +122,17 @@ class RankingEnv:
 
     # -------------------------------------------------------------- pytree protocol
     def tree_flatten(self):
-        """JAX pytree protocol: the arrays (items, theta, w, v0) and the static links
-        and noise."""
-        return (self.items, self.theta, self.w, self.v0), (self.links, self.noise)
+        """JAX pytree protocol: the arrays (items, theta, w, v0) and the static links,
+        noise and feedback."""
+        children = (self.items, self.theta, self.w, self.v0)
+        return children, (self.links, self.noise, self.feedback)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
         """JAX pytree protocol: rebuild an environment from :meth:`tree_flatten`."""
         obj = object.__new__(cls)
         obj.items, obj.theta, obj.w, obj.v0 = children
-        obj.links, obj.noise = aux
+        obj.links, obj.noise, obj.feedback = aux
         obj._best_value = None
         return obj
 
@@ -336,12 +361,18 @@ class RankingEnv:
         return jnp.moveaxis(apply_links(self.links, z), 0, -1)
 
     def expected_reward(self, lists):
-        """Expected total reward of each list: () or (...)."""
-        return jnp.sum(self.position_means(lists), axis=-1)
+        """Expected total reward of each list: () or (...); with
+        ``feedback="cascade"``, P(at least one click) ``= 1 - prod_l (1 - p_l)``."""
+        means = self.position_means(lists)
+        if self.feedback == "cascade":
+            return 1.0 - jnp.prod(1.0 - means, axis=-1)
+        return jnp.sum(means, axis=-1)
 
     def sample(self, key, lists):
-        """Rewards (..., L) of the shown lists, drawn with a JAX PRNG key."""
-        return self.noise.sample(key, self.position_means(lists))
+        """Rewards (..., L) of the shown lists, drawn with a JAX PRNG key; with
+        ``feedback="cascade"``, NaN after the first click (not examined)."""
+        rewards = self.noise.sample(key, self.position_means(lists))
+        return through_cascade(rewards) if self.feedback == "cascade" else rewards
 
     def score_tables(self):
         """True scores in the decoder's layout: ``(first, pairs)`` for S = 2,
@@ -358,6 +389,12 @@ class RankingEnv:
     def best(self, distinct: bool = False, mask=None, top_k=None):
         """The best list and its expected total reward (exact).
 
+        With ``feedback="cascade"`` the value is P(at least one click) and the same
+        decoders are exact on the scores ``-log(1 - p_l)``: P(no click) is
+        ``prod_l (1 - p_l(a_{l-1}, a_l))``, so the list of largest P(click) is the
+        list of largest ``sum_l -log(1 - p_l)``, a max-sum over the same chain of
+        pairs (or windows); its value is then recomputed by :meth:`expected_reward`.
+
         Args:
             distinct: forbid repeated items (S = 2 only).
             mask: (K,) bool, True where the item may be shown.
@@ -367,7 +404,15 @@ class RankingEnv:
             items (L,) int array and its expected total reward; with ``top_k=k``,
             items (k, L) and values (k,).
         """
+        if self.feedback == "cascade":
+            items, _ = self._decode(distinct, mask, top_k)
+            return items, self.expected_reward(items)
+        return self._decode(distinct, mask, top_k)
+
+    def _decode(self, distinct, mask, top_k):
         tables = self.score_tables()
+        if self.feedback == "cascade":
+            tables = jax.tree_util.tree_map(_no_click_score, tables)
         if self.S == 2:
             return best_list(*tables, distinct=distinct, mask=mask, top_k=top_k)
         if distinct or top_k is not None:
@@ -396,10 +441,12 @@ class RankingEnv:
 
     def first_scores(self, v0):
         """(K,) expected reward of each item at position 1 for a user with v0 (d,)
-        (pairwise dependence)."""
+        (pairwise dependence); with ``feedback="cascade"`` the decoder's score
+        ``-log(1 - p_1)``."""
         self._need_pairwise("first_scores")
         z = (self.items + self.w[0] * v0) @ self.theta[0]
-        return self.links[0].mean(z)
+        p = self.links[0].mean(z)
+        return _no_click_score(p) if self.feedback == "cascade" else p
 
     def to_go(self, mask=None):
         """The backward DP over positions 2..L (they do not depend on v0):
@@ -411,6 +458,8 @@ class RankingEnv:
         _, pairs = scores.pair_scores(
             self.theta, self.items, self.w.reshape(-1), self.v0, self.links
         )
+        if self.feedback == "cascade":
+            pairs = _no_click_score(pairs)
         return backward_dense(pairs, m)
 
     def _need_pairwise(self, name: str) -> None:
@@ -440,10 +489,24 @@ class RankingEnv:
         return bv - self.expected_reward(lists)
 
     def __repr__(self) -> str:
+        fb = "" if self.feedback == "full" else f", feedback={self.feedback!r}"
         return (
             f"RankingEnv(K={self.K}, L={self.L}, d={self.d}, S={self.S}, "
-            f"link={self.link!r}, noise={self.noise!r})"
+            f"link={self.link!r}, noise={self.noise!r}{fb})"
         )
+
+
+#: What a user observes of a list: every position ("full"), or top-down up to the first
+#: click ("cascade").
+FEEDBACK = ("full", "cascade")
+
+
+def _no_click_score(p):
+    """``-log(1 - p)``, the decoder's score of a click probability under a cascade
+    (P(no click) is the product of ``1 - p``); finite where p = 1 (the dtype's
+    smallest normal number stands in for 0)."""
+    p = jnp.asarray(p)
+    return -jnp.log(jnp.maximum(1.0 - p, jnp.finfo(p.dtype).tiny))
 
 
 # Compiled once per environment structure and list shape (eager op-by-op dispatch of

@@ -92,7 +92,7 @@ def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
             return envt, envt.expected_reward(best_items), c
 
     def record(r):
-        out = (r.best - r.env.expected_reward(r.items), jnp.sum(r.rewards))
+        out = (r.best - r.env.expected_reward(r.items), jnp.nansum(r.rewards))
         return out + (r.items,) if record_lists else out
 
     def run(state, pkey, nkey):
