@@ -8,7 +8,8 @@ Warnings are errors: a broken cross-reference (``nitpicky``), a public object wi
 a docstring, a tutorial cell that raises. The tutorials are the notebooks in
 ``notebooks/`` (committed without outputs): each build copies them into
 ``docs/tutorials/`` with a cell ``QUICK = True`` after the cell tagged ``parameters``
-(as ``tests/test_notebooks.py`` does) and myst-nb executes them, caching the outputs
+(as ``tests/test_notebooks.py`` does; tagged ``remove-cell``, so the page does not show
+it) and myst-nb executes them, caching the outputs
 in ``docs/_build/.jupyter_cache`` so that a rebuild re-executes only notebooks whose
 code changed. ``BAYESRANK_DOCS_EXECUTE=off`` builds without executing anything (the
 notebook pages then have no outputs).
@@ -115,7 +116,9 @@ copybutton_prompt_is_regexp = True
 # -- tutorials: the notebooks, copied with the quick-scale cell ------------------------
 NOTEBOOKS = ROOT / "notebooks"
 TUTORIALS = DOCS / "tutorials"
-#: the cell inserted after the one tagged ``parameters``
+#: the cell inserted after the one tagged ``parameters``; hidden from the page (where a
+#: quick run's figures differ from the text, the notebook shows the committed full run
+#: beside them)
 QUICK_CELL = "QUICK = True  # the documentation runs every tutorial at its quick scale"
 #: the first cell: run from ``notebooks/`` as the notebooks expect (the test suite
 #: does the same); hidden from the page
@@ -132,7 +135,9 @@ def tutorial_notebook(path: Path) -> nbformat.NotebookNode:
     ]
     if len(tagged) != 1:
         raise ValueError(f"{path.name}: expected one cell tagged 'parameters'")
-    nb.cells.insert(tagged[0] + 1, nbformat.v4.new_code_cell(QUICK_CELL))
+    quick = nbformat.v4.new_code_cell(QUICK_CELL)
+    quick.metadata["tags"] = ["remove-cell"]  # run, not shown
+    nb.cells.insert(tagged[0] + 1, quick)
     chdir = nbformat.v4.new_code_cell(CHDIR_CELL)
     chdir.metadata["tags"] = ["remove-cell"]
     nb.cells.insert(0, chdir)

@@ -253,11 +253,12 @@ def test_tutorial_is_the_notebook_at_quick_scale(path):
     assert len(tagged) == 1
     nb = conf.tutorial_notebook(path)
     sources = [c.source for c in nb.cells]
-    # a hidden chdir cell first, then the notebook with QUICK = True after the
-    # parameters cell; nothing else changed
+    # a hidden chdir cell first, then the notebook with a hidden QUICK = True after
+    # the parameters cell; nothing else changed
     assert nb.cells[0].metadata["tags"] == ["remove-cell"]
     assert "notebooks" in sources[0]
     at = tagged[0] + 2
     assert re.match(r"QUICK = True\b", sources[at])
+    assert nb.cells[at].metadata["tags"] == ["remove-cell"]  # run, not shown
     assert sources[1:at] + sources[at + 1:] == code
     assert all(c.get("outputs", []) == [] for c in nb.cells if c.cell_type == "code")

@@ -160,7 +160,7 @@ class ClickEnv:
 
     @property
     def d(self) -> int | None:
-        """The item vectors' dimension (from :meth:`from_features`), else None."""
+        """The item vectors' dimension (given by ``from_features``), else None."""
         return None if self.items is None else self.items.shape[-1]
 
     # ------------------------------------------------------------------ the model
@@ -184,7 +184,7 @@ class ClickEnv:
 
         The value is nondecreasing in each position's item score (see the class), so
         with ``distinct=True`` the best list holds the L available items of largest
-        score, the largest in the first of :meth:`_slots`; with ``distinct=False`` (a
+        score, the largest in the first of ``_slots()``; with ``distinct=False`` (a
         list may repeat an item, each position drawn independently, as the sampler
         does) every position shows the single best item. Ties go to the lower index.
 
