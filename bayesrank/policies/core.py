@@ -94,7 +94,7 @@ class PolicyCore(Part):
         >>> rewards = env.sample(jax.random.key(1), sel.items)
         >>> state = jax.jit(core.update)(state, sel.items, rewards, ctx)
         >>> state.model.n.tolist()
-        [1, 1, 1, 1]
+        [1.0, 1.0, 1.0, 1.0]
     """
 
     def __init__(self, model, features, estimate, tables, items, *, L, p, distinct):

@@ -234,7 +234,7 @@ class LogisticGaussian:
     """A Gaussian posterior scored under the logistic link (a point estimate draw)."""
 
     def __init__(self):
-        self._m = GaussianLinear()
+        self._m = GaussianLinear(prior_scale=1.0, noise_scale=1.0)  # has a gram
         self.link = get_link("logistic")
         for name in ("init", "update", "mean", "draw", "gram", "check_rewards"):
             setattr(self, name, getattr(self._m, name))

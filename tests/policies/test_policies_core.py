@@ -246,8 +246,9 @@ def test_a_policy_told_the_wrong_v0_does_not_learn_position_one():
     base = br.RankingEnv.paper(seed=5, K=10, L=2, d=5, w_max=1.0)
     env = br.RankingEnv(base.items, base.theta, np.array([4.0, 0.5]))
     rng = np.random.default_rng(3)
-    right = br.RankTS(items=env.items, w=env.w, seed=0)
-    wrong = br.RankTS(items=env.items, w=env.w, seed=0)
+    model = br.GaussianLinear(prior_scale=1.0, noise_scale=1.0)  # as measured below
+    right = br.RankTS(model=model, items=env.items, w=env.w, seed=0)
+    wrong = br.RankTS(model=model, items=env.items, w=env.w, seed=0)
     regrets = {"right": [], "wrong": []}
     for t in range(400):
         v = np.asarray(env.items)[rng.integers(env.K)]

@@ -187,12 +187,14 @@ def test_posterior_datatree_works_with_arviz(env):
         it = ts.select()
         ts.update(it, env.sample(jax.random.key(t), it))
     dt = ts.posterior(1)
-    summ = az.summary(dt)
+    summ = az.summary(dt, var_names=["theta"])
     assert summ.shape[0] == env.d
+    # the default learns theta's prior scale and the noise sd: they are summarised too
+    assert az.summary(dt).shape[0] == env.d + 2
     # posterior mean of the draws is near the closed-form mean
     mean_draws = dt.posterior["theta"].mean(("chain", "draw")).values
     np.testing.assert_allclose(mean_draws, ts.posterior_mean()[1], atol=0.1)
     ps = az.psense_summary(dt)
-    assert ps.shape[0] == env.d
+    assert ps.shape[0] == env.d + 2  # theta, prior_scale, noise_scale
     with pytest.raises(ValueError, match="position"):
         ts.posterior(env.L)

@@ -69,7 +69,8 @@ def _grid_w(a, p, y, prior_sd, s=1.0, prior_scale=1.0):
 
 
 def test_w_hat_is_the_exact_marginal_mean_of_the_history(env):
-    pol = _play(_latent(env, seed=3), env, 40)
+    fixed = br.GaussianLinear(prior_scale=1.0, noise_scale=1.0)  # the reference's prior
+    pol = _play(_latent(env, seed=3, model=fixed), env, 40)
     items, rewards = pol.history()
     V = np.asarray(env.items)
     w_hat = pol.w_hat

@@ -135,7 +135,8 @@ def test_forgetting_recovers_from_drift_and_no_forgetting_does_not():
     base = br.RankingEnv.paper(seed=3, K=10, L=2, d=5, w_max=1.0)
     after = br.RankingEnv(base.items, -base.theta, base.w, base.v0)
     pols = {
-        "forget": br.RankTS(model=GaussianLinear(discount=0.99), items=base.items,
+        "forget": br.RankTS(model=GaussianLinear(prior_scale=1.0, noise_scale=1.0,
+                                                 discount=0.99), items=base.items,
                             w=base.w, v0=base.v0, seed=0),
         "stationary": br.RankTS(items=base.items, w=base.w, v0=base.v0, seed=0),
     }

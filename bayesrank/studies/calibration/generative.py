@@ -280,8 +280,8 @@ def generative_for(model) -> Generative:
     """
     if callable(getattr(model, "generative", None)):  # e.g. the latent-w adapter
         return model.generative()
-    if isinstance(model, LearntScaleLinear):  # GaussianLinear()'s learnt scales
-        return learnt_generative(model)
+    if getattr(model, "learnt_scale", False):  # GaussianLinear()'s learnt scales
+        return learnt_generative(model)  # (also through a wrapper that delegates)
     link = getattr(getattr(model, "link", None), "name", None)
     if hasattr(model, "a0") and hasattr(model, "b0"):
         return nig_generative(model.prior_mean, model.prior_scale, model.a0, model.b0)

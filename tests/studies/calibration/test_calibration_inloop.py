@@ -32,7 +32,7 @@ def test_bandit_run_shows_the_argmax_list_of_each_draw():
 def test_bandit_run_draw_of_round_t_is_a_draw_given_the_first_t_minus_1_rows():
     # RankTS's Thompson draw of round t is model.draw(k_t, state after t - 1
     # impressions), k_t the round's draw key: replayed here through the model alone
-    model = GaussianLinear()
+    model = GaussianLinear(prior_scale=1.0, noise_scale=1.0)  # the closed form below
     key = jax.random.key(1)
     T = 6
     run = bandit_run(key, model, T=T, design=DESIGN)

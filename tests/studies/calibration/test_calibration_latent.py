@@ -71,9 +71,15 @@ def test_generative_rewards_follow_eq_1_with_the_drawn_w():
     np.testing.assert_allclose(y, want, atol=1e-7)
 
 
-@pytest.mark.parametrize("base", [GaussianLinear(),
-                                  GaussianLinearUnknownNoise(a0=3.0, b0=2.0)],
-                         ids=["known-noise", "unknown-noise"])
+@pytest.mark.parametrize("base", [
+    GaussianLinear(prior_scale=1.0, noise_scale=1.0),
+    GaussianLinearUnknownNoise(a0=3.0, b0=2.0),
+    # learnt prior scale and noise: in float64. In float32 the residual sum of squares
+    # of the normal-equation sums loses its digits when the signal-to-noise ratio is
+    # extreme (HalfCauchy draws of g in the hundreds), and w's ranks fail (600
+    # simulations: p = 0.0005; float64: p = 0.87); docs/units.md says so
+    pytest.param(GaussianLinear(), marks=pytest.mark.x64),
+], ids=["known-noise", "unknown-noise", "learnt-scales"])
 def test_exact_grid_draws_are_calibrated_w_included(base):
     # few impressions per simulation: the prior and the log-det term of the
     # collapsed density matter (dropping that term fails here, p = 0.004)

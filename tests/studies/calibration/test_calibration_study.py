@@ -11,12 +11,13 @@ from bayesrank.studies.calibration.study import _ks, _resolve, coverage90, run_s
 def test_model_names_put_inloop_rounds_before_the_negative_control():
     s = registry.FULL
     names = registry.model_names(s)
-    assert names[:5] == ["GaussianLinear", "GaussianLinearUnknownNoise",
+    assert names[:7] == ["GaussianLinear", "GaussianLinearUnknownNoise",
+                         "GaussianLinear-learnt", "GaussianLinear-learnt-prior-scale",
                          "LaplaceGLM-logistic", "LaplaceGLM-exp", "BayesGLM-logistic"]
-    assert names[5:10] == ["LatentW-GaussianLinear", "LatentW-UnknownNoise",
-                           "LatentLaplace-logistic", "LatentJointMAP-logistic",
-                           "LatentW-slice-chain"]
-    assert names[10:13] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
+    assert names[7:13] == ["LatentW-GaussianLinear", "LatentW-learnt",
+                           "LatentW-UnknownNoise", "LatentLaplace-logistic",
+                           "LatentJointMAP-logistic", "LatentW-slice-chain"]
+    assert names[13:16] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
     assert names[-2:] == ["negative_control", "negative_control-LatentW"]
 
 
