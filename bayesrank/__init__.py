@@ -22,12 +22,16 @@ _cache.configure_default()
 #: ``import bayesrank`` (and ``bayesrank --help``) does not import JAX.
 _HOME = {
     "BayesGLM": "bayesrank.posteriors",
+    "CascadeKLUCB": "bayesrank.policies.cascade_klucb",
+    "CascadeLinTS": "bayesrank.policies.cascade_lin",
+    "CascadeLinUCB": "bayesrank.policies.cascade_lin",
     "GaussianLinear": "bayesrank.posteriors",
     "GaussianLinearUnknownNoise": "bayesrank.posteriors",
     "GenRankTS": "bayesrank.policies.gen_ts",
     "GenRankUCB": "bayesrank.policies.gen_ucb",
     "LaplaceGLM": "bayesrank.posteriors",
     "NumPyroModel": "bayesrank.posteriors",
+    "PBMUCB": "bayesrank.policies.pbm_ucb",
     "RankTS": "bayesrank.policies.ts",
     "RankUCB": "bayesrank.policies.ucb",
     "RankedBaseline": "bayesrank.policies.baseline",
@@ -71,7 +75,11 @@ def __dir__():
 
 
 __all__ = [
+    "PBMUCB",
     "BayesGLM",
+    "CascadeKLUCB",
+    "CascadeLinTS",
+    "CascadeLinUCB",
     "GaussianLinear",
     "GaussianLinearUnknownNoise",
     "GenRankTS",
