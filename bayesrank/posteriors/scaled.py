@@ -383,15 +383,32 @@ class LearntScaleLinear(Part):
         else:
             s2 = jnp.ones((*shape, L), dtype)
         eps = jax.random.normal(k_e, (*shape, L, p), dtype)
-        return (U, z, denom), k, s2, eps
+        S = state.S + state.S_lo
+        if self.shape is not None:
+            A = jnp.asarray(self.shape, dtype)
+            S = jnp.swapaxes(A, -1, -2) @ S @ A
+        return (U, z, denom, S), k, s2, eps
 
     def _theta(self, parts, k, s2, eps):
-        U, z, denom = parts
+        """theta from the grid index k, s^2 and standard normals eps (..., L, p).
+
+        The mean ``(S + I/g^2)^-1 u`` comes from the eigenpairs (unique whatever
+        their signs); the spread is drawn through the Cholesky factor of ``S + I/g^2``,
+        so a draw does not depend on the arbitrary signs or the basis of repeated
+        eigenvalues that an eigendecomposition returns (they differ between
+        programs, devices and JAX versions)."""
+        U, z, denom, S = parts
         den = jnp.take_along_axis(
             jnp.broadcast_to(denom, (*k.shape[:-1], *denom.shape)),
             k[..., None, None], axis=-2)[..., 0, :]  # (..., L, p)
-        coef = z / den + jnp.sqrt(s2)[..., None] * eps / jnp.sqrt(den)
-        return self._to_theta(jnp.einsum("lij,...lj->...li", U, coef))
+        mean = jnp.einsum("lij,...lj->...li", U, z / den)
+        inv_g2 = jnp.exp(-2.0 * jnp.asarray(self.log_g, S.dtype))[k]  # (..., L)
+        p = S.shape[-1]
+        P = S + inv_g2[..., None, None] * jnp.eye(p, dtype=S.dtype)
+        C = jnp.linalg.cholesky(P)
+        spread = jax.lax.linalg.triangular_solve(
+            C, eps[..., None], left_side=True, lower=True, transpose_a=True)[..., 0]
+        return self._to_theta(mean + jnp.sqrt(s2)[..., None] * spread)
 
     def _to_theta(self, zeta):
         """theta = m0 + sf A zeta for whitened coordinates zeta (..., p)."""
@@ -501,7 +518,11 @@ class LearntScaleLinear(Part):
         eps = rng.standard_normal((N, p))
         den = denom[k]
         A = np.eye(p) if self.shape is None else self.shape
-        zeta = (z / den + np.sqrt(s2)[:, None] * eps / np.sqrt(den)) @ U.T
+        Sw = A.T @ S @ A
+        P = Sw[None] + np.exp(-2.0 * self.log_g[k])[:, None, None] * np.eye(p)[None]
+        C = np.linalg.cholesky(P)  # the spread as in _theta: no eigenvector signs
+        spread = np.linalg.solve(np.swapaxes(C, -1, -2), eps[..., None])[..., 0]
+        zeta = (z / den) @ U.T + np.sqrt(s2)[:, None] * spread
         theta = m0 + sf * zeta @ A.T
         g = np.exp(self.log_g[k])
         sd = g * np.sqrt(s2) * sf  # theta's prior sd (in units of A) in reward units

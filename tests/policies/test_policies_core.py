@@ -207,8 +207,18 @@ def test_core_and_class_select_the_same_lists(env, name):
         r[-1] = np.nan if t % 3 == 0 else r[-1]  # an unobserved last position
         pol.update(a, r, v0=v)
         state = update(state, sel.items, r, ctx)
-    for x, y in zip(jax.tree_util.tree_leaves(pol.state), jax.tree_util.tree_leaves(state)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    ours = jax.tree_util.tree_flatten_with_path(pol.state)[0]
+    leaves = {jax.tree_util.keystr(p): np.asarray(v) for p, v in ours}
+    for (path, x), y in zip(ours, jax.tree_util.tree_leaves(state)):
+        x, y, name = np.asarray(x), np.asarray(y), jax.tree_util.keystr(path)
+        if x.dtype.kind != "f":
+            np.testing.assert_array_equal(x, y)
+            continue
+        # two programs: equal up to the last bits (jax 0.4.38 fuses the window
+        # features' multiply-adds differently); a compensation term holds the
+        # rounding error of its sum, so it is compared at that sum's last bit
+        top = np.abs(leaves.get(name[:-3], y) if name.endswith("_lo") else y).max()
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=4 * np.finfo(x.dtype).eps * top)
 
 
 def test_position_one_posterior_is_ridge_on_each_requests_v0():

@@ -42,7 +42,8 @@ def test_select_returns_the_best_list_under_the_draw(env):
     items = ts.select()
     first, pairs = ts.scores()
     _, value = br.best_list(np.asarray(first), np.asarray(pairs))
-    np.testing.assert_allclose(float(ts._last.value), float(value), rtol=1e-10)
+    eps = np.finfo(np.asarray(first).dtype).eps  # the same sum, rounded in another order
+    np.testing.assert_allclose(float(ts._last.value), float(value), rtol=8 * eps)
     # the chosen list attains the optimum of its own scores
     tot = first[items[0]] + sum(
         pairs[l - 1, items[l - 1], items[l]] for l in range(1, 4)
