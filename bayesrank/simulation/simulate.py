@@ -13,6 +13,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
@@ -225,61 +226,126 @@ def simulate(
     seconds = np.zeros(len(names))
     nkeys = jnp.stack([noise_key(seed, r) for r in range(runs)])
 
-    for p, name in enumerate(names):
-        start = time.perf_counter()
-        first = policies[name](policy_seed(seed, 0))
-        if not hasattr(first, "core") or not hasattr(first, "context"):
-            raise TypeError(
-                f"policies[{name!r}]: the factory must return a bayesrank policy, got "
-                f"{type(first).__name__}"
-            )
-        if getattr(first, "L", env.L) != env.L or getattr(first, "K", env.K) != env.K:
-            raise ValueError(
-                f"policies[{name!r}]: the policy has K={first.K}, L={first.L} but the "
-                f"environment has K={env.K}, L={env.L}"
-            )
-        mask = getattr(first, "mask", None)
-        if env.S == 2:
-            bv = env.best(distinct=getattr(first, "distinct", False), mask=mask)[1]
-        elif mask is not None:  # the best list among the items the policy may show
-            bv = env.best(mask=mask)[1]
-        else:
-            bv = env.best_value
-        ctx = first.context()
-        to_go = env.to_go(ctx.mask[: env.K]) if users == "items" else None
-        vm = getattr(first, "vmappable", True)
-        size = chunk_runs or (runs if vm else 1)
-        fn = functools.partial(
-            _play_runs, first.core, env, best=jnp.asarray(bv), ctx=ctx, to_go=to_go,
-            T=int(T), record_lists=bool(record_lists), users=users, batched=vm,
-        )
-        bar = _Bar(name, runs, p, len(names)) if progress else None
-        for c0 in range(0, runs, size):
-            idx = range(c0, min(c0 + size, runs))
-            pols = [
-                first if r == 0 else policies[name](policy_seed(seed, r)) for r in idx
-            ]
-            if vm:
-                states = _stack([pl.state for pl in pols])
-                pkeys = jnp.stack([pl.key for pl in pols])
-                outs = fn(states, pkeys, nkeys[c0 : c0 + len(pols)])
-                outs = [np.asarray(o) for o in outs]
-            else:
-                per = [fn(pl.state, pl.key, nkeys[r]) for pl, r in zip(pols, idx)]
-                outs = [
-                    np.stack([np.asarray(o[i]) for o in per])
-                    for i in range(len(per[0]))
-                ]
-            sl = slice(c0, c0 + len(pols))
-            regret[p, sl], reward[p, sl] = outs[0], outs[1]
-            if record_lists:
-                lists[p, sl] = outs[2]
-            if bar is not None:
-                bar.advance(len(pols))
-        if bar is not None:
-            bar.close()
-        seconds[p] = time.perf_counter() - start
+    plans = [_plan(policies, name, env, seed, runs, T, chunk_runs, record_lists, users,
+                   nkeys) for name in names]
+    # With the persistent compilation cache on, compile the later policies' programs
+    # in a background thread while the earlier ones run: XLA compiles outside the
+    # GIL, so on 2 cores a cold multi-policy simulation overlaps compiling with
+    # running; each policy's own call then finds its program in the cache
+    # (benchmarks/demo.py)
+    ahead = bool(jax.config.jax_compilation_cache_dir) and len(names) > 1
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        compiled = [pool.submit(_compile, plan) if ahead and p and plan is not None
+                    else None for p, plan in enumerate(plans)]
+        for p, name in enumerate(names):
+            start = time.perf_counter()
+            _run_policy(plans[p], compiled[p], policies, name, env, seed, runs, T,
+                        chunk_runs, record_lists, users, nkeys, progress, p, len(names),
+                        regret, reward, lists)
+            seconds[p] = time.perf_counter() - start
 
+    return _dataset(names, runs, T, env, seed, regret, reward, lists, seconds,
+                    record_lists, users)
+
+
+def _plan(policies, name, env, seed, runs, T, chunk_runs, record_lists, users, nkeys):
+    """The first chunk's arguments of a vmappable policy (to compile it ahead), or
+    None (a policy that runs one run at a time: compiled on its first call)."""
+    first = policies[name](policy_seed(seed, 0))
+    if not hasattr(first, "core") or not hasattr(first, "context") or not getattr(
+            first, "vmappable", True):
+        return None
+    if getattr(first, "L", env.L) != env.L or getattr(first, "K", env.K) != env.K:
+        return None  # refused with its message by _run_policy
+    size = min(chunk_runs or runs, runs)
+    pols = [first] + [policies[name](policy_seed(seed, r)) for r in range(1, size)]
+    args, static = _call_args(first, env, users, T, record_lists, True)
+    states = _stack([pl.state for pl in pols])
+    pkeys = jnp.stack([pl.key for pl in pols])
+    return {"first": first, "pols": pols, "size": size,
+            "args": (first.core, env, states, pkeys, nkeys[:size], *args),
+            "static": static}
+
+
+def _compile(plan) -> None:
+    """Compile the first chunk's program into the persistent cache (a failure is
+    left to the ordinary call, which compiles and raises as it would have)."""
+    try:
+        _play_runs.lower(*plan["args"], **plan["static"]).compile()
+    except Exception:  # noqa: BLE001, S110 - the ordinary call reports the error
+        pass
+
+
+def _call_args(first, env, users, T, record_lists, vm):
+    """(best, ctx, to_go) and the static keywords of ``_play_runs`` for a policy."""
+    mask = getattr(first, "mask", None)
+    if env.S == 2:
+        bv = env.best(distinct=getattr(first, "distinct", False), mask=mask)[1]
+    elif mask is not None:  # the best list among the items the policy may show
+        bv = env.best(mask=mask)[1]
+    else:
+        bv = env.best_value
+    ctx = first.context()
+    to_go = env.to_go(ctx.mask[: env.K]) if users == "items" else None
+    static = {"T": int(T), "record_lists": bool(record_lists), "users": users,
+              "batched": vm}
+    return (jnp.asarray(bv), ctx, to_go), static
+
+
+def _run_policy(plan, compiled, policies, name, env, seed, runs, T, chunk_runs,
+                record_lists, users, nkeys, progress, p, count, regret, reward, lists):
+    """Play one policy's runs into the result arrays (row p)."""
+    first = plan["first"] if plan is not None else policies[name](policy_seed(seed, 0))
+    if not hasattr(first, "core") or not hasattr(first, "context"):
+        raise TypeError(
+            f"policies[{name!r}]: the factory must return a bayesrank policy, got "
+            f"{type(first).__name__}"
+        )
+    if getattr(first, "L", env.L) != env.L or getattr(first, "K", env.K) != env.K:
+        raise ValueError(
+            f"policies[{name!r}]: the policy has K={first.K}, L={first.L} but the "
+            f"environment has K={env.K}, L={env.L}"
+        )
+    vm = getattr(first, "vmappable", True)
+    size = chunk_runs or (runs if vm else 1)
+    (best, ctx, to_go), static = _call_args(first, env, users, T, record_lists, vm)
+    fn = functools.partial(_play_runs, first.core, env, best=best, ctx=ctx,
+                           to_go=to_go, **static)
+    if compiled is not None:
+        compiled.result()  # compiled ahead: the call below reads the cache
+    bar = _Bar(name, runs, p, count) if progress else None
+    for c0 in range(0, runs, size):
+        idx = range(c0, min(c0 + size, runs))
+        if c0 == 0 and plan is not None:
+            pols = plan["pols"]
+        else:
+            pols = [first if r == 0 else policies[name](policy_seed(seed, r))
+                    for r in idx]
+        if vm:
+            states = _stack([pl.state for pl in pols])
+            pkeys = jnp.stack([pl.key for pl in pols])
+            keys = nkeys[c0 : c0 + len(pols)]
+            outs = fn(states, pkeys, keys)
+            outs = [np.asarray(o) for o in outs]
+        else:
+            per = [fn(pl.state, pl.key, nkeys[r]) for pl, r in zip(pols, idx)]
+            outs = [
+                np.stack([np.asarray(o[i]) for o in per])
+                for i in range(len(per[0]))
+            ]
+        sl = slice(c0, c0 + len(pols))
+        regret[p, sl], reward[p, sl] = outs[0], outs[1]
+        if record_lists:
+            lists[p, sl] = outs[2]
+        if bar is not None:
+            bar.advance(len(pols))
+    if bar is not None:
+        bar.close()
+
+
+def _dataset(names, runs, T, env, seed, regret, reward, lists, seconds, record_lists,
+             users) -> xr.Dataset:
+    """The results as an xarray Dataset (see :func:`simulate`)."""
     coords = {"policy": names, "run": np.arange(runs), "round": np.arange(T)}
     data = {
         "regret": (("policy", "run", "round"), regret),
