@@ -112,10 +112,13 @@ def test_every_prior_save_takes_load_rebuilds(env, name, tmp_path):
     assert type(b) is type(a) and b.batch_shape == a.batch_shape
     assert prior_config(b) == prior_config(a)
     x = np.asarray(pol.state.model.w)  # inside the support
+    # the rebuilt prior's parameters are float64 values: in float32 its densities and
+    # the grid's sums may round differently in the last bit
+    eps = np.finfo(x.dtype).eps
     np.testing.assert_allclose(np.asarray(b.log_prob(x)), np.asarray(a.log_prob(x)),
-                               rtol=1e-12)
+                               rtol=max(1e-12, 8 * eps))
     assert _same_state(pol, back)
-    np.testing.assert_allclose(back.w_hat, pol.w_hat, rtol=1e-12)
+    np.testing.assert_allclose(back.w_hat, pol.w_hat, rtol=max(1e-12, 8 * eps))
     np.testing.assert_array_equal(back.select(), pol.select())
 
 
