@@ -1,0 +1,44 @@
+"""The units study (``bayesrank study units``) at a tiny scale: the learnt default's
+regret / c and coverage do not move with the reward's units (exactly, in float64),
+the old default's do, and the report and figure are written."""
+
+import numpy as np
+import pytest
+
+from bayesrank.studies import units
+
+pytestmark = [pytest.mark.x64, pytest.mark.heavy]  # about 25 s: compiles 3 priors
+
+
+@pytest.fixture(scope="module")
+def cells(monkeypatch_module):
+    monkeypatch_module.setitem(units.SCALES, "tiny", {
+        "K": 8, "d": 3, "rounds": (10, 30), "runs": 2, "cs": (0.01, 100.0), "draws": 60})
+    return units.units_cells("tiny", ws=("known",), progress=False)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_the_default_is_flat_in_the_units_and_the_old_default_is_not(cells):
+    reg = cells["regret"].sel(w="known")
+    d = reg.sel(prior="default").values  # (c, run, round)
+    np.testing.assert_allclose(d[0], d[1], rtol=1e-6)
+    np.testing.assert_array_equal(cells["cover_theta"].sel(w="known", prior="default")
+                                  .values[0],
+                                  cells["cover_theta"].sel(w="known", prior="default")
+                                  .values[1])
+    old = reg.sel(prior="old default").values
+    assert not np.allclose(old[0], old[1], rtol=0.05)
+    assert np.all(np.isnan(cells["cover_w"].values))  # w known: no w intervals
+
+
+def test_report_and_figure(cells, tmp_path):
+    text = units.report(cells)
+    assert "known w: regret / c at round 30" in text and "| default |" in text
+    units.figure(cells, tmp_path / "u.png")
+    assert (tmp_path / "u.png").stat().st_size > 10_000
