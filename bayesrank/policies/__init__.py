@@ -4,7 +4,7 @@
 NamedTuple state, the request's :class:`~.context.Context` passed explicitly);
 :mod:`.base` is the friendly class on top. RankTS, GenRankTS, RankUCB, GenRankUCB,
 WindowRankUCB and RankedBaseline are short constructors over the parts; the online-LTR
-click-model baselines (CascadeKLUCB, CascadeLinTS, CascadeLinUCB, PBMUCB) are
+click-model baselines (CascadeKLUCB, CascadeLinTS, CascadeLinUCB, PBMUCB, TopRank) are
 :class:`~.click_base.ClickCore` cores under the same class.
 """
 
@@ -19,6 +19,7 @@ from bayesrank.policies.estimate import Optimistic, Thompson
 from bayesrank.policies.gen_ts import GenRankTS
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.pbm_ucb import PBMUCB
+from bayesrank.policies.toprank import TopRank
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
 from bayesrank.policies.window_ucb import WindowRankUCB
@@ -41,6 +42,7 @@ __all__ = [
     "RankedBaseline",
     "Selection",
     "Thompson",
+    "TopRank",
     "UCBParams",
     "WindowRankUCB",
     "compose",
