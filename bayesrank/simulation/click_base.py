@@ -163,6 +163,21 @@ class ClickEnv:
         """The item vectors' dimension (given by ``from_features``), else None."""
         return None if self.items is None else self.items.shape[-1]
 
+    @property
+    def v0(self):
+        """(d,) zeros: a click model has no user context (the item before position 1
+        adds nothing), as a :class:`~bayesrank.RankingEnv` built without ``v0``.
+
+        Raises:
+            ValueError: the environment has no item vectors (build it with
+                ``from_features`` or ``items=``).
+        """
+        if self.items is None:
+            raise ValueError(
+                f"items: {type(self).__name__} was built without item vectors, so it "
+                "has no v0; build it with from_features(...) or items=")
+        return jnp.zeros(self.items.shape[-1], self.items.dtype)
+
     # ------------------------------------------------------------------ the model
     def expected_reward(self, lists):
         """The model's value of each list: () for an (L,) list, (...) for (..., L)."""

@@ -552,3 +552,26 @@ def test_bad_inputs_are_refused_naming_the_argument(case):
     fn, exc, match = BAD[case]
     with pytest.raises(exc, match=match):
         fn()
+
+
+def test_logs_of_click_environments_for_offline_evaluation():
+    """ope.collect logs a click model (NaN where not examined) with the logger's exact
+    propensities, and ope.evaluate reads the log; without item vectors collect says
+    why."""
+    K_, L_ = 8, 3
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(K_, 4))
+    env = CascadeEnv.from_features(V, rng.normal(size=4), L_)
+    log = br.ope.collect(env, br.ope.UniformLogger(K_, L_), 400, seed=1)
+    r = log["rewards"].values
+    assert np.isnan(r).any() and np.nanmax(r) == 1.0
+    # a cascade: at most one click per list, and nothing seen after it
+    first = np.argmax(r == 1.0, axis=1)
+    clicked = (r == 1.0).any(axis=1)
+    for i in np.flatnonzero(clicked):
+        assert np.all(np.isnan(r[i, first[i] + 1:]))
+    target = br.RankTS(items=V, w=np.zeros(L_), seed=0)
+    est = br.ope.evaluate(log, target, estimators=("list_ips",), n_draws=50)
+    assert np.isfinite(est["estimate"].values).all()
+    with pytest.raises(ValueError, match="items: CascadeEnv was built without item"):
+        br.ope.collect(CascadeEnv(np.full(K_, 0.3), L_), br.ope.UniformLogger(K_, L_), 5)
