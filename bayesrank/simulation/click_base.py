@@ -165,8 +165,8 @@ class ClickEnv:
 
     @property
     def v0(self):
-        """(d,) zeros: a click model has no user context (the item before position 1
-        adds nothing), as a :class:`~bayesrank.RankingEnv` built without ``v0``.
+        """The user's last item, all zeros (shape (d,)), since a click model has no
+        user context: as a :class:`~bayesrank.RankingEnv` built without ``v0``.
 
         Raises:
             ValueError: the environment has no item vectors (build it with
