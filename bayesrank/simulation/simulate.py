@@ -235,7 +235,7 @@ def simulate(
     # (benchmarks/demo.py)
     ahead = bool(jax.config.jax_compilation_cache_dir) and len(names) > 1
     with ThreadPoolExecutor(max_workers=1) as pool:
-        compiled = [pool.submit(_compile, plan) if ahead and p and plan is not None
+        compiled = [pool.submit(_compile, plan) if ahead and p and "args" in plan
                     else None for p, plan in enumerate(plans)]
         for p, name in enumerate(names):
             start = time.perf_counter()
@@ -249,14 +249,15 @@ def simulate(
 
 
 def _plan(policies, name, env, seed, runs, T, chunk_runs, record_lists, users, nkeys):
-    """The first chunk's arguments of a vmappable policy (to compile it ahead), or
-    None (a policy that runs one run at a time: compiled on its first call)."""
+    """Run 0's policy and, for a vmappable policy, the first chunk's arguments (to
+    compile it ahead); a policy that runs one run at a time is compiled on its first
+    call. Anything else is left to :func:`_run_policy`, which refuses it."""
     first = policies[name](policy_seed(seed, 0))
     if not hasattr(first, "core") or not hasattr(first, "context") or not getattr(
             first, "vmappable", True):
-        return None
+        return {"first": first}
     if getattr(first, "L", env.L) != env.L or getattr(first, "K", env.K) != env.K:
-        return None  # refused with its message by _run_policy
+        return {"first": first}
     size = min(chunk_runs or runs, runs)
     pols = [first] + [policies[name](policy_seed(seed, r)) for r in range(1, size)]
     args, static = _call_args(first, env, users, T, record_lists, True)
@@ -295,7 +296,7 @@ def _call_args(first, env, users, T, record_lists, vm):
 def _run_policy(plan, compiled, policies, name, env, seed, runs, T, chunk_runs,
                 record_lists, users, nkeys, progress, p, count, regret, reward, lists):
     """Play one policy's runs into the result arrays (row p)."""
-    first = plan["first"] if plan is not None else policies[name](policy_seed(seed, 0))
+    first = plan["first"]  # built once, by _plan
     if not hasattr(first, "core") or not hasattr(first, "context"):
         raise TypeError(
             f"policies[{name!r}]: the factory must return a bayesrank policy, got "
@@ -316,7 +317,7 @@ def _run_policy(plan, compiled, policies, name, env, seed, runs, T, chunk_runs,
     bar = _Bar(name, runs, p, count) if progress else None
     for c0 in range(0, runs, size):
         idx = range(c0, min(c0 + size, runs))
-        if c0 == 0 and plan is not None:
+        if c0 == 0 and "pols" in plan:
             pols = plan["pols"]
         else:
             pols = [first if r == 0 else policies[name](policy_seed(seed, r))
