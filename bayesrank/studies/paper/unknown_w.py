@@ -43,6 +43,7 @@ from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.posteriors import LaplaceGLM
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
+from bayesrank.simulation.checkpoints import play_to_checkpoints
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
 from bayesrank.studies import plots, store
@@ -151,36 +152,34 @@ def summary_table(ds, *, reference: str = "RankTS (known w)", n_boot: int = 2000
 
 def w_tracking(env, T: int, runs: int, *, seed: int = 0, checkpoints: int = 15,
                level: float = 0.9, model=None) -> dict:
-    """Run ``RankTS(w=prior)`` through the class API and record, at ``checkpoints``
+    """Play ``RankTS(w=prior)`` with :func:`bayesrank.simulate`'s keys (run r here is
+    run r of the regret study: common random numbers) and record, at ``checkpoints``
     rounds, the posterior mean and the central ``level`` interval of every w_l.
 
     Returns:
         dict of arrays: ``rounds`` (C,), ``mean``, ``lo``, ``hi`` (runs, C, L), ``w``
-        (L,), and ``coverage`` (C,): the fraction of (run, position 2..L) whose
-        interval holds the true w_l.
+        (L,), ``coverage`` (C,): the fraction of (run, position 2..L) whose
+        interval holds the true w_l, and ``regret`` (runs, T) per round.
     """
     rounds = np.unique(np.geomspace(1, T, checkpoints).astype(int))
-    L = env.L
-    mean = np.zeros((runs, len(rounds), L))
-    lo, hi = np.zeros_like(mean), np.zeros_like(mean)
-    for r in range(runs):
-        pol = RankTS(model=model, items=env.items, L=L, w=_prior(), v0=env.v0,
-                     seed=1000 + r)
-        c = 0
-        for t in range(1, T + 1):
-            items = pol.select()
-            pol.update(items, np.asarray(env.sample(jax.random.key(seed * 7919 + 31 * r + t),
-                                                    items)))
-            if c < len(rounds) and t == rounds[c]:
-                q = pol.model.w_quantiles(pol.state.model,
-                                          (0.5 - level / 2, 0.5 + level / 2))
-                mean[r, c] = pol.w_hat
-                lo[r, c], hi[r, c] = np.asarray(q[0]), np.asarray(q[1])
-                c += 1
+    probs = (0.5 - level / 2, 0.5 + level / 2)
+
+    def measure(m, states):
+        return (jax.vmap(m.w_mean)(states),
+                jax.vmap(lambda s: m.w_quantiles(s, probs))(states))
+
+    def make(s):
+        return RankTS(model=model, items=env.items, L=env.L, w=_prior(), v0=env.v0,
+                      seed=s)
+
+    regret, seen = play_to_checkpoints(make, env, rounds, runs, measure, seed=seed)
+    mean = np.stack([m for m, _ in seen], axis=1)
+    lo = np.stack([q[:, 0] for _, q in seen], axis=1)
+    hi = np.stack([q[:, 1] for _, q in seen], axis=1)
     w = np.asarray(env.w, float)
     inside = (lo[:, :, 1:] <= w[1:]) & (w[1:] <= hi[:, :, 1:])
     return {"rounds": rounds, "mean": mean, "lo": lo, "hi": hi, "w": w,
-            "coverage": inside.mean(axis=(0, 2)), "level": level}
+            "coverage": inside.mean(axis=(0, 2)), "level": level, "regret": regret}
 
 
 def _w_figure(track: dict, path, title: str) -> None:
