@@ -108,10 +108,19 @@ class _Static:
         return self.hash
 
 
+#: where an unflattened part remembers which attributes were leaves
+_NAMES = "_tree_leaf_names"
+
+
 def _flatten(obj):
     derived = type(obj)._derived
-    items = sorted(vars(obj).items())
-    names = tuple(k for k, v in items if _is_dynamic(v) and k not in derived)
+    items = sorted((k, v) for k, v in vars(obj).items() if k != _NAMES)
+    # A part rebuilt by JAX keeps the leaves it was built from, whatever JAX put in
+    # their place (tracers, or the placeholders of an ahead-of-time compilation that
+    # are not arrays): flatten(unflatten(tree, anything)) is the same tree
+    names = vars(obj).get(_NAMES)
+    if names is None:
+        names = tuple(k for k, v in items if _is_dynamic(v) and k not in derived)
     children = [getattr(obj, k) for k in names]
     static = tuple(
         (k, _Static(v, compared=k not in derived))
@@ -125,6 +134,7 @@ def _unflatten(cls, aux, children):
     names, static = aux
     obj = object.__new__(cls)
     d = obj.__dict__
+    d[_NAMES] = names
     for k, s in static:
         d[k] = s.value
     for k, v in zip(names, children):

@@ -228,12 +228,11 @@ def simulate(
 
     plans = [_plan(policies, name, env, seed, runs, T, chunk_runs, record_lists, users,
                    nkeys) for name in names]
-    # With the persistent compilation cache on, compile the later policies' programs
-    # in a background thread while the earlier ones run: XLA compiles outside the
-    # GIL, so on 2 cores a cold multi-policy simulation overlaps compiling with
-    # running; each policy's own call then finds its program in the cache
-    # (benchmarks/demo.py)
-    ahead = bool(jax.config.jax_compilation_cache_dir) and len(names) > 1
+    # Compile the later policies' programs in a background thread while the earlier
+    # ones run: XLA compiles outside the GIL, so on 2 cores a cold multi-policy
+    # simulation overlaps compiling with running; each policy then calls its
+    # executable directly, without tracing and lowering it again (benchmarks/demo.py)
+    ahead = len(names) > 1
     with ThreadPoolExecutor(max_workers=1) as pool:
         compiled = [pool.submit(_compile, plan) if ahead and p and "args" in plan
                     else None for p, plan in enumerate(plans)]
@@ -268,13 +267,14 @@ def _plan(policies, name, env, seed, runs, T, chunk_runs, record_lists, users, n
             "static": static}
 
 
-def _compile(plan) -> None:
-    """Compile the first chunk's program into the persistent cache (a failure is
-    left to the ordinary call, which compiles and raises as it would have)."""
+def _compile(plan):
+    """Compile the first chunk's program ahead: the executable, which every chunk of
+    that size then calls without tracing again, or None (a failure is left to the
+    ordinary call, which compiles and raises as it would have)."""
     try:
-        _play_runs.lower(*plan["args"], **plan["static"]).compile()
-    except Exception:  # noqa: BLE001, S110 - the ordinary call reports the error
-        pass
+        return _play_runs.lower(*plan["args"], **plan["static"]).compile()
+    except Exception:  # noqa: BLE001 - the ordinary call reports the error
+        return None
 
 
 def _call_args(first, env, users, T, record_lists, vm):
@@ -312,8 +312,7 @@ def _run_policy(plan, compiled, policies, name, env, seed, runs, T, chunk_runs,
     (best, ctx, to_go), static = _call_args(first, env, users, T, record_lists, vm)
     fn = functools.partial(_play_runs, first.core, env, best=best, ctx=ctx,
                            to_go=to_go, **static)
-    if compiled is not None:
-        compiled.result()  # compiled ahead: the call below reads the cache
+    exe = None if compiled is None else compiled.result()  # compiled ahead
     bar = _Bar(name, runs, p, count) if progress else None
     for c0 in range(0, runs, size):
         idx = range(c0, min(c0 + size, runs))
@@ -326,7 +325,10 @@ def _run_policy(plan, compiled, policies, name, env, seed, runs, T, chunk_runs,
             states = _stack([pl.state for pl in pols])
             pkeys = jnp.stack([pl.key for pl in pols])
             keys = nkeys[c0 : c0 + len(pols)]
-            outs = fn(states, pkeys, keys)
+            if exe is not None and len(pols) == plan["size"]:
+                outs = exe(first.core, env, states, pkeys, keys, best, ctx, to_go)
+            else:
+                outs = fn(states, pkeys, keys)
             outs = [np.asarray(o) for o in outs]
         else:
             per = [fn(pl.state, pl.key, nkeys[r]) for pl, r in zip(pols, idx)]

@@ -208,3 +208,19 @@ def test_building_a_nuts_policy_runs_its_start_as_one_program(caplog):
         model=br.BayesGLM("logistic", n_max=50), items=env.items, w=env.w, seed=0))
     assert {"start", "init"} <= set(names), names
     assert len(names) <= 40, names  # op by op, before: about 150
+
+
+@pytest.mark.parametrize("family", ["RankTS", "RankUCB"])
+def test_a_part_rebuilt_from_placeholders_has_the_same_tree(family):
+    """JAX rebuilds parts with placeholders in place of the leaves (an ahead-of-time
+    compilation's argument infos, not arrays) and compares the trees: the rebuilt
+    part must flatten to the tree it came from, or the compiled executable refuses
+    the very arguments it was compiled for (as simulate's ahead compilation did)."""
+    env = br.RankingEnv.paper(seed=0, K=6, L=3, d=2)
+    core = FAMILIES[family](env, 0).core
+    leaves, tree = jax.tree_util.tree_flatten(core)
+    rebuilt = jax.tree_util.tree_unflatten(tree, [object()] * len(leaves))
+    assert jax.tree_util.tree_structure(rebuilt) == tree
+    exe = jax.jit(lambda c, x: x + c.items0.sum()).lower(core, 1.0).compile()
+    np.testing.assert_allclose(exe(core, 1.0), 1.0 + np.asarray(core.items0).sum(),
+                               rtol=1e-6)

@@ -182,23 +182,29 @@ def test_nuts_policy_runs_run_by_run_and_saves(env, tmp_path):
         back.update(y, r)
 
 
-def test_policies_compiled_ahead_give_what_each_gives_alone(env, monkeypatch):
-    """With the persistent cache on, simulate compiles the later policies' programs
-    in a background thread: the results are those of each policy simulated alone
+@pytest.mark.parametrize("chunk_runs", [None, 2])
+def test_policies_compiled_ahead_give_what_each_gives_alone(env, monkeypatch,
+                                                            chunk_runs):
+    """simulate compiles the later policies' programs in a background thread and
+    calls those executables (chunks of another size, the last of 3 runs in chunks of
+    2, take the ordinary call): the results are those of each policy simulated alone
     (no ahead compilation), and the ahead path was taken."""
     import sys
 
     sim = sys.modules["bayesrank.simulation.simulate"]  # the module, not the function
     calls = []
     real = sim._compile
-    monkeypatch.setattr(sim, "_compile", lambda plan: calls.append(plan) or real(plan))
+    monkeypatch.setattr(sim, "_compile",
+                        lambda plan: calls.append(out := real(plan)) or out)
     pols = {
         "ts": lambda s: RankTS(items=env.items, w=env.w, v0=env.v0, seed=s),
         "ucb": lambda s: br.RankUCB(items=env.items, w=env.w, v0=env.v0, seed=s),
     }
-    both = simulate(env, pols, T=30, runs=3, seed=5, progress=False)
-    assert len(calls) == (1 if jax.config.jax_compilation_cache_dir else 0)
+    both = simulate(env, pols, T=30, runs=3, seed=5, progress=False,
+                    chunk_runs=chunk_runs)
+    assert len(calls) == 1 and calls[0] is not None  # the executable was built
     for name, fac in pols.items():
-        alone = simulate(env, {name: fac}, T=30, runs=3, seed=5, progress=False)
+        alone = simulate(env, {name: fac}, T=30, runs=3, seed=5, progress=False,
+                         chunk_runs=chunk_runs)
         np.testing.assert_array_equal(both["regret"].sel(policy=name).values,
                                       alone["regret"].sel(policy=name).values)
