@@ -28,7 +28,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         + STUDIES["obd"]
         + "; writes regret.png, results.nc and report.md to --out. ope: "
         + STUDIES["ope"]
-        + "; writes rmse.png, coverage.png, results.nc and report.md to --out. units: "
+        + "; writes rmse.png, coverage.png, results.nc and report.md to --out (with "
+        "--click-models: the estimators' bias under each click model, bias.png, "
+        "results.nc and report.md). units: "
         + STUDIES["units"]
         + "; writes units.png, units.nc and units.md to --out.",
     )
@@ -44,11 +46,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="output folder (default bayesrank-study-NAME)",
     )
     st.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    st.add_argument(
+        "--click-models",
+        action="store_true",
+        help="ope only: the estimators' bias when the logs come from click models "
+        "(PBM, cascade, DCM, DBN) and Eq. 1 (default out bayesrank-study-ope-click)",
+    )
     return st
 
 
 def run(args) -> None:
     """Run the study named by the parsed ``args``."""
+    if getattr(args, "click_models", False) and args.name != "ope":
+        raise ValueError(
+            f"--click-models: applies to the ope study only, got STUDY {args.name!r}"
+        )
     if args.name == "obd":
         from bayesrank.studies.obd.study import run_obd_study  # deferred: keeps JAX out
 
@@ -56,11 +68,18 @@ def run(args) -> None:
             args.out or Path("bayesrank-study-obd"), quick=args.quick, seed=args.seed
         )
     elif args.name == "ope":
-        from bayesrank.studies.ope.study import run_ope_study  # deferred: keeps JAX out
+        from bayesrank.studies.ope import click, study  # deferred: keeps JAX out
 
-        run_ope_study(
-            args.out or Path("bayesrank-study-ope"), quick=args.quick, seed=args.seed
-        )
+        if getattr(args, "click_models", False):
+            click.run_click_study(
+                args.out or Path("bayesrank-study-ope-click"),
+                quick=args.quick,
+                seed=args.seed,
+            )
+        else:
+            study.run_ope_study(
+                args.out or Path("bayesrank-study-ope"), quick=args.quick, seed=args.seed
+            )
     elif args.name == "units":
         from bayesrank.studies.units import run_units_study  # deferred: keeps JAX out
 
