@@ -290,7 +290,8 @@ class UCBWidth:
         return np.asarray(2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, 0, -2, -1)), -1))
 
     def width(self) -> np.ndarray:
-        """(L,) the confidence width the next selection uses (before 1/c1)."""
+        """(L,) the confidence width the next selection uses (before 1/c1; in the
+        reward's units, times the posterior's noise sd, where the model learns it)."""
         return np.asarray(self._core_estimate().width(self.state.model, self.state.est))
 
 

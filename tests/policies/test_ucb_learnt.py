@@ -127,7 +127,8 @@ def test_default_width_matches_numpy(rounds):
 
 def test_known_noise_scales_the_width_and_save_load_keeps_the_default(tmp_path):
     """A learnt-prior model with a known noise sd s: the width is s times Lemma 1's
-    (R = s); the default saved and loaded selects the same lists with the same width."""
+    (R = s), or s times alpha; the default saved and loaded selects the same lists
+    with the same width."""
     env = br.RankingEnv.paper(seed=2, K=6, L=3, d=4, w_max=2.0)
     known = br.RankUCB(br.GaussianLinear(noise_scale=2.5), items=env.items, w=env.w)
     pol = br.RankUCB(items=env.items, w=env.w)
@@ -137,6 +138,9 @@ def test_known_noise_scales_the_width_and_save_load_keeps_the_default(tmp_path):
     logdet = [np.linalg.slogdet(np.eye(4) + X[:, l].T @ X[:, l])[1] for l in range(3)]
     expect = 2.5 * (1.0 + np.sqrt(2 * math.log(10) + np.array(logdet)))
     np.testing.assert_allclose(known.width(), expect, rtol=1e-12)
+    const = br.RankUCB(br.GaussianLinear(noise_scale=2.5), items=env.items, w=env.w,
+                       alpha=1.5)  # a constant width, in units of the noise sd
+    np.testing.assert_allclose(const.width(), np.full(3, 3.75), rtol=1e-12)
     pol.save(tmp_path / "u.npz")
     back = br.RankUCB.load(tmp_path / "u.npz")
     assert type(back.model).__name__ == "LearntScaleLinear"
