@@ -91,6 +91,7 @@ class RankedBaseline(LinearConfig, UCBWidth, Policy):
     _array_args = ("items", "v0")
     _extra_config = ("L", "kind")
     _takes_model = False
+    _learns_scales = False  # the paper's baseline keeps its ridge model
 
     def __init__(
         self,

@@ -10,6 +10,10 @@
   factor of the design matrix ``V = lam I + sum x x^T`` in the estimate's own state:
   Lemma 3's confidence set is an ellipsoid in that V (not in the Laplace Hessian,
   whose weights f'(eta) would shrink it).
+  A posterior that learns the reward's scale (``GaussianLinear()``, which has a
+  ``noise_sd``) has no such precision in reward units: the estimate keeps the design
+  Gram matrix and multiplies the width by the posterior's noise sd, Lemma 1's R (its
+  width is then in the reward's units, as the mean is).
 
 An estimate is ``init(L, p) -> est_state``, ``update(est_state, x, valid) ->
 est_state`` and ``__call__(key, model_state, est_state) -> (params, model_state)``,
@@ -80,7 +84,10 @@ class Optimistic(Part):
     """``UCBParams(theta_hat, width / c1, chol)`` from the posterior mean.
 
     Args:
-        model: the per-position posterior; its mean is theta_hat.
+        model: the per-position posterior; its mean is theta_hat. If it has a
+            ``noise_sd(state)`` (a posterior that learns the reward's scale), the
+            width is multiplied by it: Lemma 1's R, the noise's sub-Gaussian scale,
+            with ``m2`` a bound on ``||theta||`` in units of that R.
         lam, delta, m2, alpha: the width (Lemma 1, or the constant alpha).
         c1: the link's lower derivative bound (1 for the identity link).
 
@@ -102,6 +109,8 @@ class Optimistic(Part):
         self.lam, self.delta, self.m2, self.alpha = lam, delta, m2, alpha
         self.c1 = float(c1)
         self.own_gram = not hasattr(model, "gram") or model.link.name != "identity"
+        #: whether Lemma 1's R comes from the posterior (``model.noise_sd``)
+        self.scaled = hasattr(model, "noise_sd")
 
     def init(self, L: int, p: int):
         """The estimate's own state: the Gram factor ``sqrt(lam) I`` per position and
@@ -127,12 +136,16 @@ class Optimistic(Part):
         return est if self.own_gram else self.model.gram(mstate)
 
     def width(self, mstate, est):
-        """(L,) the width before the division by c1."""
+        """(L,) the width before the division by c1 (times the posterior's noise
+        sd where the model learns it)."""
         chol, ratio = self.gram(mstate, est)
         del chol
-        return confidence_width(
+        width = confidence_width(
             ratio, lam=self.lam, delta=self.delta, m2=self.m2, alpha=self.alpha
         )
+        if self.scaled:
+            width = width * self.model.noise_sd(mstate).astype(width.dtype)
+        return width
 
     def __call__(self, key, mstate, est):
         refresh = getattr(self.model, "refresh", None)

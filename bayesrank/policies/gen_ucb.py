@@ -71,9 +71,12 @@ class GenRankUCB(UCBPolicy):
         delta, lam, alpha: the width, as in :class:`~bayesrank.RankUCB`.
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
         seed: kept for the common interface (nothing is drawn).
-        model: per-position posterior over phi (default
-            ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``, ridge).
-        m2: bound on ``||theta^l||``.
+        model: per-position posterior over phi (default as in
+            :class:`~bayesrank.RankUCB`: ``GaussianLinear()``, learnt scales; with
+            ``lam``, ``alpha`` or ``m2`` given, the ridge
+            ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``).
+        m2: bound on ``||theta^l||`` (None: 1.0; in units of the noise sd where
+            the model learns it, as in RankUCB).
         m3: the declared bound on ``|w_l|`` (assumption (c) of the paper's
             Theorem 2); Lemma 1's width uses ``||phi|| <= m2 sqrt(1 + m3^2)``.
             The default, 10.0, is the largest range the paper's experiments draw
@@ -111,7 +114,7 @@ class GenRankUCB(UCBPolicy):
         mask=None,
         seed: int = 0,
         model=None,
-        m2: float = 1.0,
+        m2: float | None = None,
         m3: float = 10.0,
         c1: float | None = None,
     ):

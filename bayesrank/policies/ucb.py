@@ -1,18 +1,32 @@
 """RankUCB (Algorithm 1 of the paper) and the class machinery of the UCB family.
 
 Each position's model is a per-position posterior whose mean is the estimate
-``theta_hat^l``; the default ``GaussianLinear(prior_scale=1/sqrt(lam),
-noise_scale=1)`` makes it the ridge estimate ``V^-1 sum_s r_s x_s`` of the paper, and
-its posterior precision *is* ``V^l = lam I + sum_s x_s x_s^T`` (one copy of the
-matrix, read through ``model.gram``).
+``theta_hat^l``. Two defaults:
+
+* **learnt scales** (no ``model``, ``lam``, ``alpha`` or ``m2`` given):
+  ``GaussianLinear()``, which learns theta's prior scale and the noise sd (issue 44);
+  theta_hat is its posterior mean, V the design Gram matrix ``lam I + sum_s x_s x_s^T``
+  with lam = 1, and the width is Lemma 1's for R-sub-Gaussian noise with R the
+  posterior's noise sd ``s_hat`` (``model.noise_sd``) and ``||theta^l|| <= m2 R``:
+  ``s_hat (sqrt(lam) m2 + sqrt(2 log(1/delta) + log(det V_t / lam^d)))``. Multiply
+  every reward by c and theta_hat and s_hat are multiplied by c, V does not move, so
+  the lists do not depend on the reward's units. ``m2`` (1 by default) bounds
+  theta's norm in units of the noise sd, its signal-to-noise norm.
+* **ridge** (the paper's Algorithm 1; ``lam``, ``alpha`` or ``m2`` given without a
+  model): ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``, whose mean is
+  the ridge estimate ``V^-1 sum_s r_s x_s`` and whose posterior precision *is* ``V^l
+  = lam I + sum_s x_s x_s^T`` (one copy of the matrix, read through ``model.gram``);
+  Lemma 1 with noise sd 1 and ``||theta^l|| <= m2`` in the reward's units.
 
 Confidence width (per position, round t):
 
 * ``alpha=None`` (default): Lemma 1,
   ``sqrt(beta_t) = sqrt(lam) m2 + sqrt(2 log(1/delta) + log(det V_t / lam^d))``, with
-  ``m2`` a bound on ``||theta^l||`` (an argument, 1.0 by default);
+  ``m2`` a bound on ``||theta^l||`` (an argument, 1.0 by default), times ``s_hat``
+  where the model learns the noise;
 * ``alpha=<float>``: that constant width, as in the authors' experiments, which used
-  ``alpha = 1 + sqrt(log(2/delta)/2)``.
+  ``alpha = 1 + sqrt(log(2/delta)/2)`` (times ``s_hat`` where the model learns the
+  noise).
 
 Optimistic scores (:mod:`bayesrank.policies.bonus`). For the identity link the UCB of
 a super-arm is exact: ``max_{||theta - theta_hat||_V <= width} <theta, x> =
@@ -39,7 +53,6 @@ What is guaranteed for a non-linear link (GLM-UCB):
   posterior mean (the chains advance one round in every ``select`` through
   ``model.refresh``): a heuristic, with no confidence statement.
 
-Example:
 Example:
     >>> import bayesrank as br, jax
     >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
@@ -72,8 +85,8 @@ from bayesrank.policies.features import window_features
 from bayesrank.posteriors.gaussian import GaussianLinear
 
 __all__ = [
-    "C1_MIN", "RankUCB", "UCBPolicy", "default_model", "rank_ucb", "resolve_c1",
-    "resolve_lam",
+    "C1_MIN", "RankUCB", "UCBPolicy", "default_model", "learnt_default", "rank_ucb",
+    "resolve_c1", "resolve_lam",
 ]
 
 
@@ -107,6 +120,13 @@ def default_model(lam: float):
     """``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``: mean = ridge."""
 
     return GaussianLinear(prior_scale=1.0 / math.sqrt(lam), noise_scale=1.0)
+
+
+def learnt_default(model, lam, alpha, m2) -> bool:
+    """Whether a UCB policy takes the learnt-scale default ``GaussianLinear()``: no
+    model and none of ``lam``, ``alpha``, ``m2`` given (any of them given keeps the
+    paper's ridge model, exactly as before the learnt default)."""
+    return model is None and lam is None and alpha is None and m2 is None
 
 
 def check_ucb_args(delta, lam, alpha, m2, c1):
@@ -180,8 +200,14 @@ class LinearConfig:
     _extra_config: tuple[str, ...] = ()
     #: Whether the constructor takes ``model`` and ``c1`` (not RankedBaseline).
     _takes_model: bool = True
+    #: Whether no model (and no lam, alpha, m2) means the learnt-scale
+    #: ``GaussianLinear()`` (the UCB policies) rather than the ridge (the baseline).
+    _learns_scales: bool = True
 
     def _init_common(self, model, delta, lam, alpha, m2, c1, distinct, mask):
+        if self._learns_scales and learnt_default(model, lam, alpha, m2):
+            model = GaussianLinear()
+        m2 = 1.0 if m2 is None else m2
         lam = resolve_lam(model, lam)
         delta, lam, alpha, m2, c1 = check_ucb_args(delta, lam, alpha, m2, c1)
         self.delta, self.lam, self.alpha, self.m2 = delta, lam, alpha, m2
@@ -264,7 +290,8 @@ class UCBWidth:
         return np.asarray(2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, 0, -2, -1)), -1))
 
     def width(self) -> np.ndarray:
-        """(L,) the confidence width the next selection uses (before 1/c1)."""
+        """(L,) the confidence width the next selection uses (before 1/c1; in the
+        reward's units, times the posterior's noise sd, where the model learns it)."""
         return np.asarray(self._core_estimate().width(self.state.model, self.state.est))
 
 
@@ -277,27 +304,39 @@ class RankUCB(UCBPolicy):
     """Ranking UCB with known dependency weights (Algorithm 1).
 
     Args:
-        model: per-position posterior whose mean is theta_hat; by default
-            ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)`` (ridge).
+        model: per-position posterior whose mean is theta_hat. By default
+            ``GaussianLinear()``, which learns the prior's and the noise's scale (the
+            width is then in units of the learnt noise sd: the same lists whatever
+            the reward's units); with ``lam``, ``alpha`` or ``m2`` given and no
+            model, the paper's ridge ``GaussianLinear(prior_scale=1/sqrt(lam),
+            noise_scale=1)``.
         items: (K, d) item vectors.
         L: list length (taken from ``w`` if omitted).
         w: (L,) dependency on the previous item (zeros if omitted).
         v0: (d,) the default user's last item (zeros if omitted).
         delta: confidence level of Lemma 1, in (0, 1).
         lam: ridge parameter of ``V = lam I + sum x x^T``; None: the model's own
-            regulariser (``LaplaceGLM``: ``1 / prior_scale^2``), else 1.0.
+            regulariser (``LaplaceGLM``: ``1 / prior_scale^2``), else 1.0. Given
+            without a model it selects the ridge model above with that lam; with a
+            learnt-scale model it regularises only V in the width (the model learns
+            its own shrinkage).
         alpha: None for Lemma 1's width (the default), a float for that constant
-            width (the authors' experiments: ``1 + sqrt(log(2/delta)/2)``).
+            width (the authors' experiments: ``1 + sqrt(log(2/delta)/2)``); in units
+            of the noise sd where the model learns it.
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
         seed: kept for the common policy interface (RankUCB draws nothing).
-        m2: bound on ``||theta^l||`` in Lemma 1's width.
+        m2: bound on ``||theta^l||`` in Lemma 1's width (None: 1.0): in the
+            reward's units for a model with a fixed noise sd, in units of the noise
+            sd (``||theta|| <= m2 s_hat``) for a model that learns it.
         c1: lower bound on the link's derivative for non-identity links (default
             from the link at ``z = m2 max ||x||``); ignored for the identity link.
 
     Example:
         >>> import jax, bayesrank as br
         >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
-        >>> ucb = br.RankUCB(items=env.items, w=env.w)        # Lemma 1's width
+        >>> ucb = br.RankUCB(items=env.items, w=env.w)   # learnt scales, Lemma 1
+        >>> type(ucb.model).__name__
+        'LearntScaleLinear'
         >>> items = ucb.select()
         >>> ucb.update(items, env.sample(jax.random.key(0), items))
         >>> br.RankUCB(items=env.items, w=env.w, alpha=2.224).select().shape
@@ -318,7 +357,7 @@ class RankUCB(UCBPolicy):
         distinct: bool = False,
         mask=None,
         seed: int = 0,
-        m2: float = 1.0,
+        m2: float | None = None,
         c1: float | None = None,
     ):
         V, W, v0a, L = check_items_w_v0(items, L, w, v0)

@@ -30,7 +30,8 @@ class WindowRankUCB(UCBPolicy):
     """Ranking UCB with a window of S-1 previous items (winRankUCB, Appendix E).
 
     Args:
-        model: per-position posterior (default ridge, as in RankUCB).
+        model: per-position posterior (default as in RankUCB: learnt scales, or
+            the ridge when ``lam``, ``alpha`` or ``m2`` is given).
         items: (K, d) item vectors.
         L: list length (taken from ``w`` if omitted).
         w: (L, S-1) window weights, ``w[l, i-1]`` for the item i positions back; an
@@ -63,7 +64,7 @@ class WindowRankUCB(UCBPolicy):
         distinct: bool = False,
         mask=None,
         seed: int = 0,
-        m2: float = 1.0,
+        m2: float | None = None,
         c1: float | None = None,
     ):
         if w is None:

@@ -462,6 +462,20 @@ class LearntScaleLinear(Part):
             state.n > 2, state.n - 2.0, jnp.nan)
         return jnp.where(state.n > 2, e, jnp.inf)
 
+    def noise_sd(self, state: LearntScaleState) -> jax.Array:
+        """The noise sd per position (L,) that the UCB width takes for Lemma 1's R:
+        ``sqrt(E[s^2 | data])`` where a position has n > 2 observations, else the
+        square root of the mean squared centred reward of all positions (1 before
+        any reward); the known sd where ``noise_scale`` is a number. Homogeneous of
+        degree 1 in the rewards, so a width scaled by it scales with their units."""
+        sf = self._sf(state.u.dtype)
+        if not self.learn_noise:
+            return jnp.broadcast_to(sf, state.n.shape)
+        _, _, _, _, beta, logw = self._terms(state)
+        many = state.n > 2
+        e = jnp.sum(jnp.exp(logw) * beta, -1) / jnp.where(many, state.n - 2.0, 1.0)
+        return sf * jnp.sqrt(jnp.where(many, e, self._fallback_var(state)))
+
     def covariance(self, state: LearntScaleState) -> jax.Array:
         """Posterior covariance of theta per position, (L, p, p): the mixture over
         g of ``E[s^2 | g] (S + I/g^2)^-1`` plus the spread of the means (inf where

@@ -93,7 +93,9 @@ def policies(env, *, delta: float = 0.1) -> dict:
         "GenRankUCB (authors' alpha)": lambda s: GenRankUCB(
             V, L, v0, alpha=alpha, delta=delta, seed=s
         ),
-        "GenRankUCB (Lemma 1)": lambda s: GenRankUCB(V, L, v0, delta=delta, seed=s),
+        # m2 given: the paper's ridge model and Lemma 1 (noise sd 1), as measured
+        "GenRankUCB (Lemma 1)": lambda s: GenRankUCB(V, L, v0, delta=delta, m2=1.0,
+                                                     seed=s),
         "Baseline": lambda s: RankedBaseline(V, L, v0, alpha=alpha, delta=delta, seed=s),
     }
 
