@@ -141,8 +141,8 @@ def report(ds: xr.Dataset) -> str:
 
 
 def figure(ds: xr.Dataset, path) -> None:
-    """Cumulative regret against rounds, one panel per environment: the mean over
-    runs and its 95 % interval as a band (PNG)."""
+    """Cumulative regret against rounds (log scale), one panel per environment: the
+    mean over runs and its 95 % interval as a band (3 runs or more) (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,29 +154,33 @@ def figure(ds: xr.Dataset, path) -> None:
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows),
                              squeeze=False)
     x = ds["round"].values
+    policies = [str(p) for p in ds["policy"].values]
+    colors = dict(zip(policies, [f"C{i}" for i in range(10)] + ["k", "0.55"] * 50))
+    handles = {}
     for k, env in enumerate(envs):
         ax = axes.flat[k]
-        for i, pol in enumerate(ds["policy"].values):
+        for pol in policies:
             r = ds["regret"].sel(env=env, policy=pol).values  # (run, round)
-            ok = np.isfinite(r).all(axis=0) & np.isfinite(r).any(axis=0)
-            runs_ok = np.isfinite(r).any(axis=1)
+            r = r[np.isfinite(r).any(axis=1)]  # the runs it played
+            ok = np.isfinite(r).all(axis=0) if r.size else np.zeros(len(x), bool)
             if not ok.any():
                 continue
-            r = r[runs_ok][:, ok]
+            r = r[:, ok]
             stats = np.array([interval(c) for c in r.T])
-            entry = POLICIES.get(str(pol))
+            entry = POLICIES.get(pol)
             ls = entry.linestyle if entry is not None else "-"
-            ax.plot(x[ok], stats[:, 0], color=f"C{i % 10}", ls=ls, lw=1.4, label=str(pol))
-            if r.shape[0] > 1:
-                ax.fill_between(x[ok], stats[:, 1], stats[:, 2], color=f"C{i % 10}",
+            (handles[pol],) = ax.plot(x[ok], stats[:, 0], color=colors[pol], ls=ls,
+                                      lw=1.4, label=pol)
+            if r.shape[0] > 2:  # 2 runs: the t interval (1 df) is too wide to draw
+                ax.fill_between(x[ok], stats[:, 1], stats[:, 2], color=colors[pol],
                                 alpha=0.15, lw=0)
-        ax.set(title=str(env), xlabel="round", ylabel="cumulative regret")
-        ax.set_ylim(bottom=0)
+        ax.set(title=str(env), xlabel="round", yscale="log",
+               ylabel="cumulative regret (log scale)")
     for ax in list(axes.flat)[len(envs):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)),
-               fontsize=8, frameon=False)
+    labels = [p for p in policies if p in handles]
+    fig.legend([handles[p] for p in labels], labels, loc="lower center",
+               ncol=min(6, len(labels)), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
