@@ -326,7 +326,7 @@ def test_the_house_layout():
         assert (PKG / "simulation" / f"{name}.py").is_file(), name
     apps = sorted(p.name for p in (PKG / "studies").iterdir() if p.is_dir()
                   and p.name != "__pycache__")
-    assert apps == ["calibration", "obd", "ope", "paper", "sensitivity"]
+    assert apps == ["calibration", "click_models", "obd", "ope", "paper", "sensitivity"]
 
 
 def test_tests_mirror_the_package():

@@ -75,6 +75,7 @@ def test_notebooks_found():
         "07_real_items.ipynb",
         "08_unknown_w.ipynb",
         "09_evaluate_before_deploy.ipynb",
+        "10_click_models.ipynb",
     ]
 
 
@@ -95,7 +96,8 @@ def test_committed_without_outputs(path):
 #: default suite (the reproduce parts, NUTS, the sensitivity sweep, calibration and
 #: the OBD study have their own tests); the quickstart and the layered graph stay.
 SLOW_NOTEBOOKS = {"02_custom_numpyro_model", "03_reproducing_the_paper",
-                  "04_prior_sensitivity", "06_calibration", "07_real_items"}
+                  "04_prior_sensitivity", "06_calibration", "07_real_items",
+                  "10_click_models"}
 
 
 @pytest.mark.parametrize(

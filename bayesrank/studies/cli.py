@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["STUDIES", "add_parser", "run"]
+__all__ = ["RUNNERS", "STUDIES", "add_parser", "run"]
 
 #: study name -> one-line help
 STUDIES = {
+    "click-models": "every policy on Eq. 1 and on the PBM, cascade, DCM and DBN click models",
     "obd": "the paper's algorithms on Open Bandit Dataset items",
     "ope": "off-policy estimators against an exact truth (bias, RMSE, coverage)",
     "units": "RankTS's regret and interval coverage when the rewards change units",
@@ -23,8 +24,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     """Add the ``study`` subcommand to ``sub`` (an argparse subparsers action)."""
     st = sub.add_parser(
         "study",
-        help="studies beyond the paper (obd, ope, units)",
-        description="Studies beyond the paper. obd: "
+        help="studies beyond the paper (click-models, obd, ope, units)",
+        description="Studies beyond the paper. click-models: "
+        + STUDIES["click-models"]
+        + "; writes regret.png, results.nc and report.md to --out. obd: "
         + STUDIES["obd"]
         + "; writes regret.png, results.nc and report.md to --out. ope: "
         + STUDIES["ope"]
@@ -37,7 +40,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     st.add_argument("name", metavar="STUDY", choices=sorted(STUDIES),
                     help="which study: " + ", ".join(sorted(STUDIES)))
     st.add_argument(
-        "--quick", action="store_true", help="small scale (2 cores: obd about 1 min, ope about 5 min)"
+        "--quick", action="store_true",
+        help="small scale (2 cores: obd about 1 min, click-models about 2 min, ope about "
+        "5 min)",
     )
     st.add_argument(
         "--out",
@@ -55,34 +60,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return st
 
 
+#: study name -> (module, function) of its runner, imported only when the study runs
+#: (keeps JAX out of the parser); each runner takes ``(out, *, quick, seed)``
+RUNNERS = {
+    "click-models": ("bayesrank.studies.click_models", "run_click_models_study"),
+    "obd": ("bayesrank.studies.obd.study", "run_obd_study"),
+    "ope": ("bayesrank.studies.ope.study", "run_ope_study"),
+    "ope-click": ("bayesrank.studies.ope.click", "run_click_study"),  # --click-models
+    "units": ("bayesrank.studies.units", "run_units_study"),
+}
+
+
 def run(args) -> None:
     """Run the study named by the parsed ``args``."""
-    if getattr(args, "click_models", False) and args.name != "ope":
+    import importlib
+
+    click = getattr(args, "click_models", False)
+    if click and args.name != "ope":
         raise ValueError(
             f"--click-models: applies to the ope study only, got STUDY {args.name!r}"
         )
-    if args.name == "obd":
-        from bayesrank.studies.obd.study import run_obd_study  # deferred: keeps JAX out
-
-        run_obd_study(
-            args.out or Path("bayesrank-study-obd"), quick=args.quick, seed=args.seed
-        )
-    elif args.name == "ope":
-        from bayesrank.studies.ope import click, study  # deferred: keeps JAX out
-
-        if getattr(args, "click_models", False):
-            click.run_click_study(
-                args.out or Path("bayesrank-study-ope-click"),
-                quick=args.quick,
-                seed=args.seed,
-            )
-        else:
-            study.run_ope_study(
-                args.out or Path("bayesrank-study-ope"), quick=args.quick, seed=args.seed
-            )
-    elif args.name == "units":
-        from bayesrank.studies.units import run_units_study  # deferred: keeps JAX out
-
-        run_units_study(
-            args.out or Path("bayesrank-study-units"), quick=args.quick, seed=args.seed
-        )
+    name = "ope-click" if click else args.name
+    module, function = RUNNERS[name]
+    runner = getattr(importlib.import_module(module), function)
+    runner(args.out or Path(f"bayesrank-study-{name}"), quick=args.quick, seed=args.seed)
