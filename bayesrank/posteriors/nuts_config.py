@@ -90,14 +90,20 @@ def model_config(model) -> dict:
     }
 
 
-def model_from_config(cls, cfg: dict, model: Callable | None = None):
-    """``cls`` rebuilt from :func:`model_config` (see ``NumPyroModel.from_config``)."""
+def _without_type(cfg, kind: str) -> dict:
+    """A copy of ``cfg`` (a dict) without its ``type``, which must be ``kind`` if set."""
     if not isinstance(cfg, dict):
         raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
     cfg = dict(cfg)
-    kind = cfg.pop("type", "NumPyroModel")
-    if kind != "NumPyroModel":
-        raise ValueError(f"cfg: expected type 'NumPyroModel', got {kind!r}")
+    found = cfg.pop("type", kind)
+    if found != kind:
+        raise ValueError(f"cfg: expected type {kind!r}, got {found!r}")
+    return cfg
+
+
+def model_from_config(cls, cfg: dict, model: Callable | None = None):
+    """``cls`` rebuilt from :func:`model_config` (see ``NumPyroModel.from_config``)."""
+    cfg = _without_type(cfg, "NumPyroModel")
     name = cfg.pop("model", None)
     if model is None:
         fn = resolve_model(name)
@@ -147,12 +153,7 @@ def glm_config(model) -> dict:
 
 def glm_from_config(cls, cfg: dict):
     """``cls`` (BayesGLM) rebuilt from :func:`glm_config`'s output."""
-    if not isinstance(cfg, dict):
-        raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
-    cfg = dict(cfg)
-    kind = cfg.pop("type", "BayesGLM")
-    if kind != "BayesGLM":
-        raise ValueError(f"cfg: expected type 'BayesGLM', got {kind!r}")
+    cfg = _without_type(cfg, "BayesGLM")
     for name in ("prior_scale", "noise_scale"):
         if isinstance(cfg.get(name), dict):  # a hyperprior, by class name
             try:
