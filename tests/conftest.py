@@ -77,7 +77,7 @@ HEAVY = (
           "TruncatedNormal(0, 3, low=1)", "StudentT(3, 0, 1e3)", "Uniform(-1e5, 1e5)")),
     "tests/studies/calibration/test_calibration_latent.py",
     "bayesrank/studies/calibration/latent.py::bayesrank.studies.calibration.latent.JointMAPDraws",
-    "bayesrank/posteriors/nuts.py::bayesrank.posteriors.nuts.BayesGLM",
+    "bayesrank/posteriors/nuts_glm.py::bayesrank.posteriors.nuts_glm.BayesGLM",
     "bayesrank/posteriors/latent_nuts.py::",
     "bayesrank/posteriors/latent_w.py::bayesrank.posteriors.latent_w.LatentW",
     "tests/decoding/test_prefix.py::test_vmap_equals_one_by_one",
@@ -96,7 +96,7 @@ HEAVY = (
     "tests/decoding/test_prefix.py::test_late_rounds_score_a_small_part",
     "tests/studies/ope/test_ope_study.py::test_writes_report_plots_and_netcdf",
     "bayesrank/posteriors/latent_laplace.py::bayesrank.posteriors.latent_laplace",
-    "bayesrank/posteriors/nuts.py::bayesrank.posteriors.nuts.NutsState",
+    "bayesrank/posteriors/nuts_kernel.py::bayesrank.posteriors.nuts_kernel.NutsState",
     "bayesrank/studies/sensitivity/plots.py::bayesrank.studies.sensitivity.plots.diagnostics_table",
 )
 

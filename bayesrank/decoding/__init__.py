@@ -31,9 +31,9 @@ module                        who reaches it                          cost      
 :mod:`~.graph`                tests and teaching only                 K^3 edges           networkx longest path on the explicit graph
 ============================  ======================================  ==================  ===========================================
 
-Score tables come from :mod:`~.scores` (``<theta, v_j> + w <theta, v_i>`` through the
-link); input checks and masks from :mod:`~.checks`. Masked items get ``-inf`` and are
-never ranked.
+Score tables come from :mod:`bayesrank.model.scores` (``<theta, v_j> + w <theta, v_i>``
+through the link); input checks and masks from :mod:`~.checks`. Masked items get
+``-inf`` and are never ranked.
 """
 
 from bayesrank.decoding.api import best_list

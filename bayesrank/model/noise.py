@@ -203,7 +203,7 @@ class Poisson(Noise):
 
 
 def default_noise(link: Link) -> Noise:
-    """DESIGN.md's default family: identity -> Gaussian(1), logistic/probit ->
+    """The default noise family of each link: identity -> Gaussian(1), logistic/probit ->
     Bernoulli, exp -> Poisson; a custom link gets Gaussian(1).
 
     Example:

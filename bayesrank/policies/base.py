@@ -1,5 +1,10 @@
 """The friendly class over a policy's functional core (:mod:`.core`).
 
+Its host-side checks live in :mod:`.checks`, the (de)serialisation of its posterior
+model in :mod:`.model_config`, the file format in :mod:`.persist`, the kept
+impressions in :mod:`.history`, and the compiled programs it calls in :mod:`.program`
+(each name importable from here too, as before).
+
 A :class:`Policy` holds one state, a key and a round counter, checks inputs on the
 host and adds no math: the lists it selects are exactly those of its ``core`` (round
 t uses the key ``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
@@ -19,131 +24,27 @@ import numpy as np
 
 from bayesrank._validate import check_lists, check_seed
 from bayesrank.policies import program
-from bayesrank.policies.context import Context, _real_array, check_mask, check_v0
-from bayesrank.policies.core import PolicyCore
+from bayesrank.policies.checks import (
+    _check_distinct,
+    check_batch_mask,
+    check_batch_v0,
+    check_fit_log,
+    check_items_w_v0,
+    check_lists_v0,
+    check_model,
+    check_new_items,
+    check_rewards,
+)
+from bayesrank.policies.context import Context, check_mask, check_v0
+from bayesrank.policies.core import PolicyCore, with_items
 from bayesrank.policies.history import DEFAULT_CAPACITY, History, check_capacity
+from bayesrank.policies.model_config import (  # noqa: F401 (re-exported)
+    model_config,
+    model_from_config,
+)
 from bayesrank.policies.persist import load_policy, save_policy
 
 __all__ = ["Policy", "check_items_w_v0", "check_model", "check_rewards"]
-
-
-def check_items_w_v0(items, L, w, v0):
-    """Validate and normalise the item matrix, the dependency weights and v0.
-
-    Returns:
-        items (K, d) float array, w as (L,) or (L, S-1), v0 (d,), L.
-    """
-    if items is None:
-        raise ValueError("items: expected a (K, d) array of item vectors, got None")
-    try:
-        V = _real_array(items, "items")
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"items: expected a (K, d) array of real numbers, got {type(items).__name__}"
-        ) from None
-    if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
-        raise ValueError(f"items: expected a (K, d) array, got shape {V.shape}")
-    if not np.all(np.isfinite(V)):
-        raise ValueError("items: expected finite values, found NaN or inf")
-    d = V.shape[1]
-    if L is not None and (
-        isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1
-    ):
-        raise ValueError(f"L: expected a positive integer, got {L!r}")
-    if w is None:
-        if L is None:
-            raise ValueError("L: give the list length L or the weights w")
-        W = np.zeros(int(L))
-    else:
-        W = _real_array(w, "w")
-        if W.ndim not in (1, 2) or W.shape[0] < 1 or (W.ndim == 2 and W.shape[1] < 1):
-            raise ValueError(f"w: expected shape (L,) or (L, S-1), got {W.shape}")
-        if not np.all(np.isfinite(W)):
-            raise ValueError("w: expected finite values, found NaN or inf")
-    if L is None:
-        L = W.shape[0]
-    if W.shape[0] != L:
-        raise ValueError(
-            f"w: expected {L} rows (one per position, L={L}), got shape {W.shape}"
-        )
-    v0a = np.zeros(d) if v0 is None else check_v0(v0, d)
-    return V, W, v0a, int(L)
-
-
-def check_model(model, attrs=("init", "update", "mean", "link")) -> None:
-    """Raise TypeError unless ``model`` has the posterior-model methods ``attrs``."""
-    if not all(hasattr(model, attr) for attr in attrs):
-        raise TypeError(
-            "model: expected a bayesrank posterior model (GaussianLinear, "
-            f"BayesGLM, NumPyroModel), got {type(model).__name__}"
-        )
-
-
-def check_rewards(rewards, shape, model) -> np.ndarray:
-    """Rewards as float64 (NaN = not observed): real numbers of the given shape,
-    no infinities, and the model's support on the observed entries."""
-    r = _real_array(rewards, "rewards")
-    if r.shape != shape:
-        raise ValueError(
-            f"rewards: expected shape {shape} (one reward per shown item), got "
-            f"{r.shape}"
-        )
-    seen = np.isfinite(r)
-    observed = r
-    if not seen.all():
-        if np.isinf(r).any():
-            raise ValueError(
-                "rewards: expected finite rewards (NaN marks an unobserved position), "
-                "found inf"
-            )
-        observed = r[seen]
-    check = getattr(model, "check_rewards", None)
-    # real-valued likelihoods ask for finite rewards only: checked above
-    if check is not None and observed.size and getattr(
-        model, "reward_support", None
-    ) != "real":
-        check(observed)
-    return r
-
-
-def _check_distinct(items: np.ndarray, name: str = "items") -> None:
-    """Raise a ValueError naming ``name`` if a list (L,) or a row of (n, L) shows an
-    item twice (a ``distinct=True`` policy never shows one; it learns from none)."""
-    s = np.sort(items, axis=-1)
-    rep = (s[..., 1:] == s[..., :-1]).any(axis=-1)
-    if rep.any():
-        row = int(np.flatnonzero(np.atleast_1d(rep))[0])
-        lst = np.atleast_2d(items)[row].tolist()
-        raise ValueError(
-            f"{name}: the policy is distinct=True, but list {row} repeats an item: {lst}"
-        )
-
-
-def model_config(model) -> dict:
-    """The JSON-able description of a posterior model: its class name and, where the
-    model can describe itself, its ``config()``."""
-    cfg = getattr(model, "config", None)
-    return {"class": type(model).__name__, "config": cfg() if callable(cfg) else None}
-
-
-def model_from_config(cfg: dict, override=None):
-    """Rebuild a posterior model from :func:`model_config`'s output.
-
-    No code execution: only bayesrank's own model classes are looked up, by name.
-    """
-    from bayesrank import posteriors
-
-    if override is not None:
-        return override
-    name = cfg.get("class")
-    known = {n: getattr(posteriors, n) for n in getattr(posteriors, "__all__", ())}
-    cls = known.get(name)
-    if cls is None or not hasattr(cls, "from_config") or cfg.get("config") is None:
-        raise ValueError(
-            f"model: the saved model {name!r} cannot be rebuilt from the file; "
-            "pass model=... to load()"
-        )
-    return cls.from_config(cfg["config"])
 
 
 class Policy:
@@ -308,31 +209,12 @@ class Policy:
         deterministic, so row b equals ``select(v0=v0[b], mask=mask[b])``. The
         round counter advances by one.
         """
-        d = self.items.shape[1]
-        if v0 is None:
-            if n is None or isinstance(n, bool) or not isinstance(
-                n, (int, np.integer)
-            ) or n < 1:
-                raise ValueError(
-                    f"n: expected a positive number of requests when v0 is None, "
-                    f"got {n!r}"
-                )
-            v0s = np.broadcast_to(np.asarray(self.v0), (int(n), d))
-        else:
-            v0s = check_v0(v0, d, batch=True)
-            if n is not None and n != v0s.shape[0]:
-                raise ValueError(f"n: expected {v0s.shape[0]} (the rows of v0), got {n}")
-        B = v0s.shape[0]
+        v0s = check_batch_v0(v0, n, self.v0, self.items.shape[1])
         if mask is None:
             m = self._ctx.mask
         else:
-            mm = check_mask(mask, self.K, self.L, self.distinct, batch=True)
-            if mm.ndim == 2 and mm.shape[0] != B:
-                raise ValueError(
-                    f"mask: expected {B} rows (one per request) or shape ({self.K},), "
-                    f"got {mm.shape}"
-                )
-            m = self._pad_mask(mm)
+            m = self._pad_mask(check_batch_mask(mask, self.K, self.L, self.distinct,
+                                                v0s.shape[0]))
         ctxs = Context(jnp.asarray(v0s), m)
         state, sel = self._select_batch(self.key, self.t, self.state, ctxs)
         self.state = state
@@ -356,37 +238,12 @@ class Policy:
                 float32 numbers, as those of :func:`bayesrank.ope.collect` in JAX's
                 default float32, else exactly).
         """
-        from bayesrank.ope.log import (  # deferred: keeps xarray out of the policies
-            check_log,
-            same_items,
-        )
-
-        check_log(log)  # a Dataset in the log format (its own K)
-        K_log = log.attrs.get("K", log["items"].shape[0] if "items" in log else None)
-        if K_log is not None and int(K_log) != self.K:
-            raise ValueError(
-                f"log: from a catalogue of K={int(K_log)} items, the policy's has "
-                f"K={self.K}"
-            )
-        if "items" in log and not same_items(log["items"].values, self.items):
-            raise ValueError(
-                "log: its item vectors (items) differ from the policy's, beyond the "
-                "rounding of the precision the log stores them in: a log from "
-                "another catalogue"
-            )
-        if K_log is None:  # indices checked against the policy's K instead
-            check_log(log, K=self.K)
-        lists = np.asarray(log["lists"].values)
-        if lists.shape[1] != self.L:
-            raise ValueError(
-                f"lists: expected {self.L} positions (the policy's L), got {lists.shape[1]}"
-            )
+        lists, rewards, v0s = check_fit_log(
+            log, K=self.K, L=self.L, items=self.items,
+            distinct=getattr(self, "distinct", False))
         if lists.shape[0] == 0:
             return
-        if getattr(self, "distinct", False):
-            _check_distinct(lists, "lists")
-        self.update(lists, np.asarray(log["rewards"].values, float),
-                    v0=np.asarray(log["v0"].values, float))
+        self.update(lists, rewards, v0=v0s)
 
     def update(self, items, rewards, *, v0=None) -> None:
         """Learn from shown lists: items (L,) or (n, L), rewards of the same shape.
@@ -413,18 +270,7 @@ class Policy:
         if items_a.ndim == 1:
             self._queue(items_a, r, v0)
             return
-        n, d = items_a.shape[0], self.items.shape[1]
-        if v0 is None:
-            v0s = np.broadcast_to(self.v0, (n, d))
-        elif np.ndim(v0) == 1:
-            v0s = np.broadcast_to(check_v0(v0, d), (n, d))
-        else:
-            v0s = check_v0(v0, d, batch=True)
-            if v0s.shape[0] != n:
-                raise ValueError(
-                    f"v0: expected {items_a.shape[0]} rows (one per list), got "
-                    f"{v0s.shape[0]}"
-                )
+        v0s = check_lists_v0(v0, items_a.shape[0], self.v0, self.items.shape[1])
         # NumPy arrays of the state's dtypes go straight into the jitted core (no
         # conversion dispatched per call).
         it = items_a.astype(np.int32, copy=False)
@@ -505,26 +351,10 @@ class Policy:
         Learnt parameters are untouched (theta lives per position, not per item).
         Capacity grows by doubling, so adding items recompiles only when it grows.
         """
-        d = self.items.shape[1]
-        V = _real_array(vectors, "vectors")
-        if V.ndim != 2 or V.shape[1] != d or V.shape[0] < 1:
-            raise ValueError(f"vectors: expected shape (m, d) = (m, {d}), got {V.shape}")
-        if not np.all(np.isfinite(V)):
-            raise ValueError("vectors: expected finite values, found NaN or inf")
+        V = check_new_items(vectors, self.items.shape[1])
         m = V.shape[0]
         K_new = self.K + m
-        Kc = self.state.items.shape[0]
-        items = np.asarray(self.state.items)
-        active = np.asarray(self.state.active)
-        if K_new > Kc:
-            cap = max(K_new, 2 * Kc)
-            items = np.concatenate([items, np.zeros((cap - Kc, d), items.dtype)])
-            active = np.concatenate([active, np.zeros(cap - Kc, bool)])
-        items[self.K : K_new] = V
-        active[self.K : K_new] = True
-        self.state = self.state._replace(
-            items=jnp.asarray(items, self.state.items.dtype), active=jnp.asarray(active)
-        )
+        self.state = with_items(self.state, self.K, V)
         idx = np.arange(self.K, K_new)
         self.items = np.concatenate([self.items, V])
         if self.mask is not None:

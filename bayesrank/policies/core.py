@@ -29,12 +29,13 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bayesrank._static import Part
 from bayesrank.decoding.dispatch import backward, decode_tables, pick
 from bayesrank.policies.context import Context
 
-__all__ = ["PolicyCore", "PolicyState", "Selection", "compose"]
+__all__ = ["PolicyCore", "PolicyState", "Selection", "compose", "with_items"]
 
 
 class PolicyState(NamedTuple):
@@ -220,3 +221,32 @@ def compose(
     """
     return PolicyCore(model, features, estimate, tables, items, L=L, p=p,
                       distinct=distinct)
+
+
+def with_items(state: PolicyState, K: int, V) -> PolicyState:
+    """The state with the item vectors V (m, d) in slots K..K+m, marked active (on
+    the host; the capacity doubles when they do not fit, so a core recompiles only
+    when it grows). Learnt parameters are untouched (theta is per position).
+
+    Example:
+        >>> import bayesrank as br, numpy as np
+        >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+        >>> state = br.RankTS(items=env.items, w=env.w).core.init()
+        >>> new = with_items(state, 10, np.ones((1, 10)))
+        >>> new.items.shape, int(new.active.sum())
+        ((20, 10), 11)
+    """
+    d = V.shape[1]
+    K_new = K + V.shape[0]
+    Kc = state.items.shape[0]
+    items = np.asarray(state.items)
+    active = np.asarray(state.active)
+    if K_new > Kc:
+        cap = max(K_new, 2 * Kc)
+        items = np.concatenate([items, np.zeros((cap - Kc, d), items.dtype)])
+        active = np.concatenate([active, np.zeros(cap - Kc, bool)])
+    items[K:K_new] = V
+    active[K:K_new] = True
+    return state._replace(
+        items=jnp.asarray(items, state.items.dtype), active=jnp.asarray(active)
+    )

@@ -4,7 +4,7 @@ Models for Web Search"), the environments of the online learning-to-rank literat
 
 A list a = (a_1..a_L) of item indices is shown; ``sample(key, lists)`` draws clicks
 (1.0/0.0, NaN at positions the user did not examine: "not observed" for the policies)
-and ``expected_reward(lists)`` is the model's value (DESIGN.md, "click models"):
+and ``expected_reward(lists)`` is the model's value:
 
     PBM      sum_l examination[l] attraction[a_l]                 (expected clicks)
     cascade  1 - prod_l (1 - attraction[a_l])                     (P(a click))

@@ -1,11 +1,11 @@
 """The OPE study's Open Bandit Dataset section: what the shipped sample supports.
 
 bayesrank ships, for the OBD uniform-random logging policy, the item features and a
-summary of each campaign's 10,000-row log (:func:`bayesrank.datasets.
-obd_log_summary`): per position the impressions and clicks, the logged propensity
-(1/K for every item at every position) and how many rows share a timestamp. The
-rows themselves (item, position, click) are not shipped, and even they cannot be
-linked into lists (no timestamp is shared by all three positions).
+summary of each campaign's 10,000-row log
+(:func:`bayesrank.datasets.obd_log_summary`): per position the impressions and
+clicks, the logged propensity (1/K for every item at every position) and how many
+rows share a timestamp. The rows themselves (item, position, click) are not shipped,
+and even they cannot be linked into lists (no timestamp is shared by all three positions).
 
 What that supports, exactly: position IPS (and its self-normalised variant) for a
 target whose per-position probability of every item equals the logged one, i.e. the

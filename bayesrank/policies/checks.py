@@ -1,0 +1,215 @@
+"""The checks a policy makes on the host before its core runs: the constructor's items,
+weights and v0 (:func:`check_items_w_v0`), the posterior model (:func:`check_model`),
+the contexts and masks of a batch or of many lists, new item vectors, rewards
+(:func:`check_rewards`), repeated items of a ``distinct=True`` policy, and a
+log to warm start from (:func:`check_fit_log`). Each raises ValueError/TypeError
+naming the argument; none changes any state.
+
+Example:
+    >>> import numpy as np
+    >>> V, W, v0, L = check_items_w_v0(np.eye(3), None, [0.0, 0.5], None)
+    >>> V.shape, W.tolist(), v0.tolist(), L
+    ((3, 3), [0.0, 0.5], [0.0, 0.0, 0.0], 2)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayesrank.policies.context import _real_array, check_mask, check_v0
+
+__all__ = [
+    "check_batch_mask",
+    "check_batch_v0",
+    "check_fit_log",
+    "check_items_w_v0",
+    "check_lists_v0",
+    "check_model",
+    "check_new_items",
+    "check_rewards",
+]
+
+
+def check_items_w_v0(items, L, w, v0):
+    """Validate and normalise the item matrix, the dependency weights and v0.
+
+    Returns:
+        items (K, d) float array, w as (L,) or (L, S-1), v0 (d,), L.
+    """
+    if items is None:
+        raise ValueError("items: expected a (K, d) array of item vectors, got None")
+    try:
+        V = _real_array(items, "items")
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"items: expected a (K, d) array of real numbers, got {type(items).__name__}"
+        ) from None
+    if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
+        raise ValueError(f"items: expected a (K, d) array, got shape {V.shape}")
+    if not np.all(np.isfinite(V)):
+        raise ValueError("items: expected finite values, found NaN or inf")
+    d = V.shape[1]
+    if L is not None and (
+        isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1
+    ):
+        raise ValueError(f"L: expected a positive integer, got {L!r}")
+    if w is None:
+        if L is None:
+            raise ValueError("L: give the list length L or the weights w")
+        W = np.zeros(int(L))
+    else:
+        W = _real_array(w, "w")
+        if W.ndim not in (1, 2) or W.shape[0] < 1 or (W.ndim == 2 and W.shape[1] < 1):
+            raise ValueError(f"w: expected shape (L,) or (L, S-1), got {W.shape}")
+        if not np.all(np.isfinite(W)):
+            raise ValueError("w: expected finite values, found NaN or inf")
+    if L is None:
+        L = W.shape[0]
+    if W.shape[0] != L:
+        raise ValueError(
+            f"w: expected {L} rows (one per position, L={L}), got shape {W.shape}"
+        )
+    v0a = np.zeros(d) if v0 is None else check_v0(v0, d)
+    return V, W, v0a, int(L)
+
+
+def check_model(model, attrs=("init", "update", "mean", "link")) -> None:
+    """Raise TypeError unless ``model`` has the posterior-model methods ``attrs``."""
+    if not all(hasattr(model, attr) for attr in attrs):
+        raise TypeError(
+            "model: expected a bayesrank posterior model (GaussianLinear, "
+            f"BayesGLM, NumPyroModel), got {type(model).__name__}"
+        )
+
+
+def check_rewards(rewards, shape, model) -> np.ndarray:
+    """Rewards as float64 (NaN = not observed): real numbers of the given shape,
+    no infinities, and the model's support on the observed entries."""
+    r = _real_array(rewards, "rewards")
+    if r.shape != shape:
+        raise ValueError(
+            f"rewards: expected shape {shape} (one reward per shown item), got "
+            f"{r.shape}"
+        )
+    seen = np.isfinite(r)
+    observed = r
+    if not seen.all():
+        if np.isinf(r).any():
+            raise ValueError(
+                "rewards: expected finite rewards (NaN marks an unobserved position), "
+                "found inf"
+            )
+        observed = r[seen]
+    check = getattr(model, "check_rewards", None)
+    # real-valued likelihoods ask for finite rewards only: checked above
+    if check is not None and observed.size and getattr(
+        model, "reward_support", None
+    ) != "real":
+        check(observed)
+    return r
+
+
+def _check_distinct(items: np.ndarray, name: str = "items") -> None:
+    """Raise a ValueError naming ``name`` if a list (L,) or a row of (n, L) shows an
+    item twice (a ``distinct=True`` policy never shows one; it learns from none)."""
+    s = np.sort(items, axis=-1)
+    rep = (s[..., 1:] == s[..., :-1]).any(axis=-1)
+    if rep.any():
+        row = int(np.flatnonzero(np.atleast_1d(rep))[0])
+        lst = np.atleast_2d(items)[row].tolist()
+        raise ValueError(
+            f"{name}: the policy is distinct=True, but list {row} repeats an item: {lst}"
+        )
+
+
+def check_fit_log(log, *, K: int, L: int, items, distinct: bool):
+    """A log to warm start a policy from (see ``Policy.fit``), checked against the
+    policy's catalogue: ``(lists (n, L), rewards (n, L) float, v0 (n, d) float)``.
+
+    Raises:
+        ValueError, TypeError: naming the log's variable (or ``log`` for a log of
+            another catalogue).
+    """
+    from bayesrank.ope.log import (  # deferred: keeps xarray out of the policies
+        check_log,
+        same_items,
+    )
+
+    check_log(log)  # a Dataset in the log format (its own K)
+    K_log = log.attrs.get("K", log["items"].shape[0] if "items" in log else None)
+    if K_log is not None and int(K_log) != K:
+        raise ValueError(
+            f"log: from a catalogue of K={int(K_log)} items, the policy's has "
+            f"K={K}"
+        )
+    if "items" in log and not same_items(log["items"].values, items):
+        raise ValueError(
+            "log: its item vectors (items) differ from the policy's, beyond the "
+            "rounding of the precision the log stores them in: a log from "
+            "another catalogue"
+        )
+    if K_log is None:  # indices checked against the policy's K instead
+        check_log(log, K=K)
+    lists = np.asarray(log["lists"].values)
+    if lists.shape[1] != L:
+        raise ValueError(
+            f"lists: expected {L} positions (the policy's L), got {lists.shape[1]}"
+        )
+    if lists.shape[0] and distinct:
+        _check_distinct(lists, "lists")
+    return (lists, np.asarray(log["rewards"].values, float),
+            np.asarray(log["v0"].values, float))
+
+
+def check_batch_v0(v0, n, default_v0, d: int) -> np.ndarray:
+    """(B, d) the contexts of a batch of requests: ``v0`` (B, d), or the default v0
+    repeated ``n`` times when ``v0`` is None (``n`` must then be a positive int)."""
+    if v0 is None:
+        if n is None or isinstance(n, bool) or not isinstance(
+            n, (int, np.integer)
+        ) or n < 1:
+            raise ValueError(
+                f"n: expected a positive number of requests when v0 is None, "
+                f"got {n!r}"
+            )
+        return np.broadcast_to(np.asarray(default_v0), (int(n), d))
+    v0s = check_v0(v0, d, batch=True)
+    if n is not None and n != v0s.shape[0]:
+        raise ValueError(f"n: expected {v0s.shape[0]} (the rows of v0), got {n}")
+    return v0s
+
+
+def check_batch_mask(mask, K: int, L: int, distinct: bool, B: int) -> np.ndarray:
+    """A batch's mask: (B, K) one row per request, or (K,) shared."""
+    mm = check_mask(mask, K, L, distinct, batch=True)
+    if mm.ndim == 2 and mm.shape[0] != B:
+        raise ValueError(
+            f"mask: expected {B} rows (one per request) or shape ({K},), "
+            f"got {mm.shape}"
+        )
+    return mm
+
+
+def check_lists_v0(v0, n: int, default_v0, d: int) -> np.ndarray:
+    """(n, d) the contexts of n shown lists: None (the default v0), one (d,) for
+    every list, or (n, d)."""
+    if v0 is None:
+        return np.broadcast_to(default_v0, (n, d))
+    if np.ndim(v0) == 1:
+        return np.broadcast_to(check_v0(v0, d), (n, d))
+    v0s = check_v0(v0, d, batch=True)
+    if v0s.shape[0] != n:
+        raise ValueError(
+            f"v0: expected {n} rows (one per list), got {v0s.shape[0]}"
+        )
+    return v0s
+
+
+def check_new_items(vectors, d: int) -> np.ndarray:
+    """(m, d) finite item vectors to add to a catalogue of dimension d."""
+    V = _real_array(vectors, "vectors")
+    if V.ndim != 2 or V.shape[1] != d or V.shape[0] < 1:
+        raise ValueError(f"vectors: expected shape (m, d) = (m, {d}), got {V.shape}")
+    if not np.all(np.isfinite(V)):
+        raise ValueError("vectors: expected finite values, found NaN or inf")
+    return V

@@ -1,0 +1,42 @@
+"""A policy's posterior model in a saved file: :func:`model_config` describes it by
+its class name and ``config()``; :func:`model_from_config` rebuilds it, looking the
+class up only among :mod:`bayesrank.posteriors`' own (``__all__``), never importing
+what the file names (:mod:`.persist` reads and writes the file).
+
+Example:
+    >>> import bayesrank as br
+    >>> cfg = model_config(br.LaplaceGLM(link="probit"))
+    >>> cfg["class"], type(model_from_config(cfg)).__name__
+    ('LaplaceGLM', 'LaplaceGLM')
+"""
+
+from __future__ import annotations
+
+__all__ = ["model_config", "model_from_config"]
+
+
+def model_config(model) -> dict:
+    """The JSON-able description of a posterior model: its class name and, where the
+    model can describe itself, its ``config()``."""
+    cfg = getattr(model, "config", None)
+    return {"class": type(model).__name__, "config": cfg() if callable(cfg) else None}
+
+
+def model_from_config(cfg: dict, override=None):
+    """Rebuild a posterior model from :func:`model_config`'s output.
+
+    No code execution: only bayesrank's own model classes are looked up, by name.
+    """
+    from bayesrank import posteriors
+
+    if override is not None:
+        return override
+    name = cfg.get("class")
+    known = {n: getattr(posteriors, n) for n in getattr(posteriors, "__all__", ())}
+    cls = known.get(name)
+    if cls is None or not hasattr(cls, "from_config") or cfg.get("config") is None:
+        raise ValueError(
+            f"model: the saved model {name!r} cannot be rebuilt from the file; "
+            "pass model=... to load()"
+        )
+    return cls.from_config(cfg["config"])
