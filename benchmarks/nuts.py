@@ -147,7 +147,7 @@ def main(argv=None) -> dict:
         res["vmap_runs"] = R
 
     # ---- the L chains in turn (lax.map) against batched (vmap), same run
-    from bayesrank.posteriors import nuts as nuts_module
+    from bayesrank.posteriors import nuts_kernel as nuts_module
 
     for name, in_turn in (("in_turn", True), ("batched", False)):
         nuts_module.POSITIONS_IN_TURN = in_turn

@@ -65,33 +65,9 @@ Example:
 
 from __future__ import annotations
 
-import sys
-import types
-
-from bayesrank.posteriors import nuts_kernel
 from bayesrank.posteriors.nuts_glm import BayesGLM
 from bayesrank.posteriors.nuts_kernel import NutsState
 from bayesrank.posteriors.nuts_model import NumPyroModel
 from bayesrank.posteriors.nuts_sites import MaskObserved
 
 __all__ = ["BayesGLM", "MaskObserved", "NumPyroModel", "NutsState"]
-
-
-#: How the L positions' chains advance (``nuts_kernel.POSITIONS_IN_TURN``, which the
-#: kernel reads when a program is traced): in turn (``lax.map``, True) or batched
-#: (``vmap``, False); None: in turn on CPU, batched elsewhere. Setting it here sets
-#: the kernel's (``benchmarks/nuts.py`` and the tests do).
-POSITIONS_IN_TURN: bool | None = nuts_kernel.POSITIONS_IN_TURN
-
-
-class _Face(types.ModuleType):
-    """This module, whose ``POSITIONS_IN_TURN`` is :mod:`.nuts_kernel`'s: setting it
-    here (as ``benchmarks/nuts.py`` and the tests do) sets the one the kernel reads."""
-
-    def __setattr__(self, name, value):
-        if name == "POSITIONS_IN_TURN":
-            nuts_kernel.POSITIONS_IN_TURN = value
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Face

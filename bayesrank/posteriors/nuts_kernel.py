@@ -306,8 +306,7 @@ def diagnostics(state: NutsState, num_warmup: int) -> dict[str, jax.Array]:
 #: How the L positions' chains advance: in turn (``lax.map``, True) or batched
 #: (``vmap``, False); None: in turn on CPU, batched on other backends. Read when a
 #: program is traced: set it before building policies (``benchmarks/nuts.py``
-#: measures both). Set it as ``bayesrank.posteriors.nuts.POSITIONS_IN_TURN``, which
-#: is this one.
+#: measures both).
 POSITIONS_IN_TURN: bool | None = None
 
 

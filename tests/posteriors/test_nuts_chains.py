@@ -8,11 +8,11 @@ import jax
 import numpy as np
 
 import bayesrank as br
-from bayesrank.posteriors import nuts
+from bayesrank.posteriors import nuts_kernel
 
 
 def _rounds(in_turn, monkeypatch, T=3):
-    monkeypatch.setattr(nuts, "POSITIONS_IN_TURN", in_turn)
+    monkeypatch.setattr(nuts_kernel, "POSITIONS_IN_TURN", in_turn)
     jax.clear_caches()  # read when traced
     model = br.BayesGLM("logistic", n_max=40, num_warmup=10, steps_per_round=2)
     L, p = 3, 4

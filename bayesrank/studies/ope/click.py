@@ -19,7 +19,7 @@ Two exact values per environment (no Monte Carlo):
   the target's list is shown, ``sum_l P(l examined) P(click at l)``
   (:func:`observed_click_means`). This is what every estimator reading the clicks
   estimates, so the bias is measured against it.
-* ``value``: ``env.expected_reward`` of the target (DESIGN.md, "Click models"). It
+* ``value``: ``env.expected_reward`` of the target (the value of :mod:`bayesrank.simulation.click`). It
   equals ``click_truth`` for Eq. 1, Eq. 1 through a cascade, the PBM and the
   cascade; for the DCM and the DBN it is P(satisfied), which no estimator reading
   clicks can recover (the report gives ``value - click_truth``).
