@@ -11,12 +11,12 @@ records for that run (common random numbers with every other policy of a study).
 Example:
     >>> import jax, bayesrank as br
     >>> from bayesrank.simulation.checkpoints import play_to_checkpoints
-    >>> env = br.RankingEnv.paper(seed=0, K=10, L=4, d=3)
+    >>> env = br.RankingEnv.paper(seed=0, K=6, L=3, d=2)
     >>> make = lambda s: br.RankTS(items=env.items, w=env.w, seed=s)
-    >>> regret, means = play_to_checkpoints(make, env, (5, 20), runs=2,
+    >>> regret, means = play_to_checkpoints(make, env, (5, 10), runs=2,
     ...     measure=lambda model, states: jax.vmap(model.mean)(states))
-    >>> regret.shape, means[1].shape          # (runs, T); (runs, L, d) at round 20
-    ((2, 20), (2, 4, 3))
+    >>> regret.shape, means[1].shape          # (runs, T); (runs, L, d) at round 10
+    ((2, 10), (2, 3, 2))
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ from bayesrank.simulation.simulate import noise_key, policy_seed
 __all__ = ["play_to_checkpoints", "segment"]
 
 
-@functools.partial(jax.jit, static_argnames=("T", "t0"))
-def segment(core, env, states, pkeys, nkeys, ctx, best, *, T: int, t0: int):
+@functools.partial(jax.jit, static_argnames=("T",))
+def segment(core, env, states, pkeys, nkeys, ctx, best, *, T: int, t0):
     """Rounds ``t0 .. t0 + T - 1`` of every run (vmapped over the leading axis of
-    ``states``, ``pkeys`` and ``nkeys``): ``(final states, regret (runs, T))``."""
+    ``states``, ``pkeys`` and ``nkeys``): ``(final states, regret (runs, T))``.
+    ``t0`` is traced: segments of one length share one program."""
 
     def run(state, pk, nk):
         keys = fold_in_keys(pk, nk)
