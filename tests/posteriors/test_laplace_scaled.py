@@ -282,6 +282,6 @@ def test_means_match_a_long_nuts_run():
     got_lt, got = w @ model.log_tau, np.asarray(model.mean(state))[0]
     for scale, ok in ((1.0, True), (0.05, False)):
         lt, theta = nuts(scale)
-        close = (abs(got_lt - lt.mean()) < 0.05 * lt.std() + 3 * lt.std() / 100
+        close = bool(abs(got_lt - lt.mean()) < 0.05 * lt.std() + 3 * lt.std() / 100
                  and np.all(np.abs(got - theta.mean(0)) < 0.35 * theta.std(0)))
         assert close is ok, (scale, got_lt, lt.mean(), got, theta.mean(0))
