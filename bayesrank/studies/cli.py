@@ -30,7 +30,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         + STUDIES["ope"]
         + "; writes rmse.png, coverage.png, results.nc and report.md to --out. units: "
         + STUDIES["units"]
-        + "; writes units.png, units.nc and units.md to --out.",
+        + "; writes units.png, units.nc and units.md to --out (--link logistic: the "
+        "LaplaceGLM rows, units_logistic.*).",
     )
     st.add_argument("name", metavar="STUDY", choices=sorted(STUDIES),
                     help="which study: " + ", ".join(sorted(STUDIES)))
@@ -44,6 +45,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="output folder (default bayesrank-study-NAME)",
     )
     st.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    st.add_argument("--link", choices=("identity", "logistic"), default="identity",
+                    help="units only: the link of the rescaled instance (default identity)")
     return st
 
 
@@ -65,5 +68,6 @@ def run(args) -> None:
         from bayesrank.studies.units import run_units_study  # deferred: keeps JAX out
 
         run_units_study(
-            args.out or Path("bayesrank-study-units"), quick=args.quick, seed=args.seed
+            args.out or Path("bayesrank-study-units"), quick=args.quick, seed=args.seed,
+            link=args.link,
         )
