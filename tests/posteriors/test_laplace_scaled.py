@@ -240,6 +240,14 @@ def test_bad_configurations_are_refused(cfg, match):
         LaplaceGLM.from_config(cfg)
 
 
+def test_latent_w_is_refused_with_the_way_out():
+    from bayesrank.posteriors import latent_model
+
+    with pytest.raises(TypeError, match="pass prior_scale=<number>"):
+        latent_model(LaplaceGLM("logistic", prior_scale=None, n_max=5),
+                     dist.Normal(0.0, 1.0))
+
+
 def test_bad_update_leaves_no_trace():
     model = LaplaceGLM("logistic", prior_scale=None, n_max=4)
     state = model.init(2, 3)
