@@ -331,6 +331,10 @@ class LaplaceGLM(Part):
             counts), "identity" (Gaussian rewards with sd ``noise_scale``: exact,
             the same as :class:`~bayesrank.posteriors.gaussian.GaussianLinear`).
         prior_scale: s0 > 0, the prior N(0, s0^2 I); the ridge weight is 1 / s0^2.
+            None or a NumPyro distribution on (0, inf): s0 is learnt (HalfCauchy(1)
+            for None) by the Laplace evidence on a grid, and the call builds a
+            :class:`~bayesrank.posteriors.laplace_scaled.LearntScaleLaplace` (the
+            identity link: ``GaussianLinear``'s exact learnt scale).
         noise_scale: Gaussian noise sd (identity link only).
         n_max: rows kept per position (non-identity links); past it the posterior
             conditions on the most recent ``n_max`` observations (sliding window).
