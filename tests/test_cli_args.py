@@ -20,6 +20,7 @@ def _cli(*args, cwd):
     (("reproduce", "figure9"), "argument PART: invalid choice: 'figure9'"),
     (("study",), "the following arguments are required: STUDY"),
     (("study", "x"), "argument STUDY: invalid choice: 'x'"),
+    (("study", "units", "--link", "probit"), "argument --link: invalid choice: 'probit'"),
     (("demo", "--K", "0"), "argument --K: expected an integer >= 1, got 0"),
 ])
 def test_argument_errors_name_what_the_user_typed(args, words, tmp_path):

@@ -23,6 +23,7 @@ from bayesrank.posteriors.gaussian import (
     NIGState,
 )
 from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
+from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace, LearntScaleLaplaceState
 from bayesrank.posteriors.latent import latent_model
 from bayesrank.posteriors.latent_laplace import LatentLaplace, LatentLaplaceState
 from bayesrank.posteriors.latent_w import LatentW, LatentWState
@@ -50,6 +51,8 @@ __all__ = [
     "LatentLaplaceState",
     "LatentW",
     "LatentWState",
+    "LearntScaleLaplace",
+    "LearntScaleLaplaceState",
     "LearntScaleLinear",
     "LearntScaleState",
     "MaskObserved",

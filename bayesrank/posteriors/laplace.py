@@ -77,7 +77,7 @@ from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
-from bayesrank.posteriors.gaussian import GaussianLinear, _host_rng
+from bayesrank.posteriors.gaussian import GaussianLinear, _host_rng, is_learnt
 
 __all__ = ["LAPLACE_LINKS", "LaplaceGLM", "LaplaceState", "loglik"]
 
@@ -286,9 +286,41 @@ def newton_map(link: str, lam, x, y, mask, theta0, tol, max_iter: int, chol0=Non
     return theta, chol, it
 
 
+def check_update(state, x, y, valid):
+    """An update's arguments checked against a buffered state (ValueError naming the
+    argument): x (L, p), y (L,) in the state's dtype and valid (L,) bool."""
+    L, _, p = state.x.shape
+    x = jnp.asarray(x, state.x.dtype)
+    y = jnp.asarray(y, state.y.dtype)
+    if x.shape != (L, p):
+        raise ValueError(f"x: expected shape (L, p) = ({L}, {p}), got {x.shape}")
+    if y.shape != (L,):
+        raise ValueError(f"y: expected shape (L,) = ({L},), got {y.shape}")
+    valid = jnp.ones((L,), bool) if valid is None else jnp.asarray(valid)
+    if valid.shape != (L,):
+        raise ValueError(f"valid: expected a (L,) = ({L},) bool array, got {valid.shape}")
+    return x, y, valid.astype(bool)
+
+
+def append_rows(state, x, y, valid):
+    """The ring buffers ``(x (L, n_max, p), y (L, n_max), n (L,))`` with one row per
+    valid position written over the oldest (a position not valid keeps its buffers)."""
+    n_max = state.x.shape[1]
+    rows = jnp.arange(state.x.shape[0])
+    idx = state.n % n_max
+    x_buf = state.x.at[rows, idx].set(jnp.where(valid[:, None], x, state.x[rows, idx]))
+    y_buf = state.y.at[rows, idx].set(jnp.where(valid, y, state.y[rows, idx]))
+    return x_buf, y_buf, state.n + valid.astype(state.n.dtype)
+
+
 # ----------------------------------------------------------------------- model
 #: LaplaceGLM.update compiled once per model configuration (not per instance).
 _UPDATE = jit_method("_update_core")
+
+#: The class ``LaplaceGLM(prior_scale=None | <distribution>)`` builds for the
+#: non-identity links: :class:`bayesrank.posteriors.laplace_scaled.LearntScaleLaplace`,
+#: which sets this when imported (``bayesrank.posteriors`` imports it).
+LEARNT_SCALE_CLASS = None
 
 
 class LaplaceGLM(Part):
@@ -299,6 +331,10 @@ class LaplaceGLM(Part):
             counts), "identity" (Gaussian rewards with sd ``noise_scale``: exact,
             the same as :class:`~bayesrank.posteriors.gaussian.GaussianLinear`).
         prior_scale: s0 > 0, the prior N(0, s0^2 I); the ridge weight is 1 / s0^2.
+            None or a NumPyro distribution on (0, inf): s0 is learnt (HalfCauchy(1)
+            for None) by the Laplace evidence on a grid, and the call builds a
+            :class:`~bayesrank.posteriors.laplace_scaled.LearntScaleLaplace` (the
+            identity link: ``GaussianLinear``'s exact learnt scale).
         noise_scale: Gaussian noise sd (identity link only).
         n_max: rows kept per position (non-identity links); past it the posterior
             conditions on the most recent ``n_max`` observations (sliding window).
@@ -325,6 +361,14 @@ class LaplaceGLM(Part):
     """
 
     vmappable = True
+
+    def __new__(cls, link="logistic", prior_scale=1.0, noise_scale=1.0, **kwargs):
+        if cls is LaplaceGLM and is_learnt(prior_scale):
+            name = link.name if isinstance(link, Link) else link
+            if name == "identity":  # exact: the conjugate learnt-scale model
+                return GaussianLinear(prior_scale=prior_scale, noise_scale=noise_scale)
+            return LEARNT_SCALE_CLASS(link, prior_scale, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -413,27 +457,11 @@ class LaplaceGLM(Part):
         """
         if self._exact is not None:
             return self._exact.update(state, x, y, valid)
-        L, _, p = state.x.shape
-        x = jnp.asarray(x, state.x.dtype)
-        y = jnp.asarray(y, state.y.dtype)
-        if x.shape != (L, p):
-            raise ValueError(f"x: expected shape (L, p) = ({L}, {p}), got {x.shape}")
-        if y.shape != (L,):
-            raise ValueError(f"y: expected shape (L,) = ({L},), got {y.shape}")
-        valid = jnp.ones((L,), bool) if valid is None else jnp.asarray(valid)
-        if valid.shape != (L,):
-            raise ValueError(f"valid: expected a (L,) = ({L},) bool array, got {valid.shape}")
-        return _UPDATE(self, state, x, y, valid.astype(bool))
+        return _UPDATE(self, state, *check_update(state, x, y, valid))
 
     def _update_core(self, state: LaplaceState, x, y, valid) -> LaplaceState:
-        L, n_max, p = state.x.shape
-        rows = jnp.arange(L)
-        idx = state.n % n_max
-        x_buf = state.x.at[rows, idx].set(
-            jnp.where(valid[:, None], x, state.x[rows, idx])
-        )
-        y_buf = state.y.at[rows, idx].set(jnp.where(valid, y, state.y[rows, idx]))
-        n = state.n + valid.astype(state.n.dtype)
+        L = state.x.shape[0]
+        x_buf, y_buf, n = append_rows(state, x, y, valid)
         # the first Newton step's matrix: the state's factor plus the new row's term
         # at the previous MAP (the exact Hessian there while the buffer has room)
         d2 = _derivs(self.link.name)(jnp.sum(x * state.theta, -1), y)[1]
@@ -447,10 +475,13 @@ class LaplaceGLM(Part):
             x_buf, y_buf, n, pick(theta, state.theta), pick(chol, state.chol)
         )
 
-    def _fit(self, x_buf, y_buf, n, theta0, chol0):
+    def _fit(self, x_buf, y_buf, n, theta0, chol0, lam=None):
+        """Every position's MAP and Hessian factor at ridge weight ``lam`` (default
+        this model's)."""
         n_max = x_buf.shape[1]
         mask = jnp.arange(n_max) < jnp.minimum(n, n_max)[:, None]
         dtype = x_buf.dtype
+        lam = jnp.asarray(self.lam if lam is None else lam, dtype)
         tol = max(self.tol, 64.0 * float(jnp.finfo(dtype).eps))
         refresh = self.refresh_tol(dtype)
         refresh = None if refresh is None else max(refresh, tol)
@@ -459,7 +490,7 @@ class LaplaceGLM(Part):
 
         def one(x, y, m, t0, c0):
             th, ch, _ = newton_map(
-                self.link.name, jnp.asarray(self.lam, dtype), x, y, m, t0, tol,
+                self.link.name, lam, x, y, m, t0, tol,
                 self.max_iter, chol0=c0, refresh_tol=refresh, rows=rows,
                 block=_block(n_max),
             )
@@ -614,6 +645,8 @@ class LaplaceGLM(Part):
         """Rebuild from :meth:`config` output."""
         if not isinstance(cfg, dict):
             raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
+        if cfg.get("class") == "LearntScaleLaplace":
+            return LEARNT_SCALE_CLASS.from_config(cfg)
         cfg = dict(cfg)
         name = cfg.pop("class", "LaplaceGLM")
         if name != "LaplaceGLM":

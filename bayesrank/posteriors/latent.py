@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.posteriors.laplace import LaplaceGLM
+from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
 from bayesrank.posteriors.latent_laplace import LatentLaplace
 from bayesrank.posteriors.latent_w import LatentW
 from bayesrank.posteriors.scaled import LearntScaleLinear
@@ -52,6 +53,12 @@ def latent_model(model, w_prior):
         model = GaussianLinear()
     if isinstance(model, (GaussianLinear, GaussianLinearUnknownNoise, LearntScaleLinear)):
         return LatentW(model, w_prior)
+    if isinstance(model, LearntScaleLaplace):
+        raise TypeError(
+            "model: LaplaceGLM(prior_scale=None | <distribution>) has no latent-w form "
+            "yet (LatentLaplace fits one fixed prior scale); pass prior_scale=<number>, "
+            "or GaussianLinear() to learn the scales with w latent"
+        )
     if isinstance(model, LaplaceGLM):
         if model.link.name == "identity":
             base = GaussianLinear(prior_scale=model.prior_scale,

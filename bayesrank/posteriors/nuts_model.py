@@ -25,6 +25,7 @@ from bayesrank._validate import check_int
 from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import nuts_config, nuts_kernel
 from bayesrank.posteriors.base import check_reward_support
+from bayesrank.posteriors.laplace import check_update
 from bayesrank.posteriors.model_link import infer_link
 from bayesrank.posteriors.nuts_adapt import Schedule
 from bayesrank.posteriors.nuts_config import SUPPORT_BY_LINK as _SUPPORT_BY_LINK
@@ -212,18 +213,8 @@ class NumPyroModel(Part):
         Raises:
             ValueError: wrong shapes, or buffer overflow with ``overflow="raise"``.
         """
-        L, n_max, p = state.x.shape
-        x = jnp.asarray(x, state.x.dtype)
-        y = jnp.asarray(y, state.y.dtype)
-        if x.shape != (L, p):
-            raise ValueError(f"x: expected shape (L, p) = ({L}, {p}), got {x.shape}")
-        if y.shape != (L,):
-            raise ValueError(f"y: expected shape (L,) = ({L},), got {y.shape}")
-        if valid is None:
-            valid = jnp.ones((L,), bool)
-        valid = jnp.asarray(valid, bool)
-        if valid.shape != (L,):
-            raise ValueError(f"valid: expected shape ({L},), got {valid.shape}")
+        n_max = state.x.shape[1]
+        x, y, valid = check_update(state, x, y, valid)
         concrete = not isinstance(state.n, jax.core.Tracer) and not isinstance(
             valid, jax.core.Tracer
         )

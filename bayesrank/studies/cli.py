@@ -35,7 +35,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "--click-models: the estimators' bias under each click model, bias.png, "
         "results.nc and report.md). units: "
         + STUDIES["units"]
-        + "; writes units.png, units.nc and units.md to --out.",
+        + "; writes units.png, units.nc and units.md to --out (--link logistic: the "
+        "LaplaceGLM rows, units_logistic.*).",
     )
     st.add_argument("name", metavar="STUDY", choices=sorted(STUDIES),
                     help="which study: " + ", ".join(sorted(STUDIES)))
@@ -57,6 +58,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="ope only: the estimators' bias when the logs come from click models "
         "(PBM, cascade, DCM, DBN) and Eq. 1 (default out bayesrank-study-ope-click)",
     )
+    st.add_argument("--link", choices=("identity", "logistic"), default="identity",
+                    help="units only: the link of the rescaled instance (default identity)")
     return st
 
 
@@ -80,7 +83,12 @@ def run(args) -> None:
         raise ValueError(
             f"--click-models: applies to the ope study only, got STUDY {args.name!r}"
         )
+    link = getattr(args, "link", "identity")
+    if link != "identity" and args.name != "units":
+        raise ValueError(f"--link: applies to the units study only, got STUDY {args.name!r}")
     name = "ope-click" if click else args.name
     module, function = RUNNERS[name]
     runner = getattr(importlib.import_module(module), function)
-    runner(args.out or Path(f"bayesrank-study-{name}"), quick=args.quick, seed=args.seed)
+    extra = {"link": link} if name == "units" else {}
+    runner(args.out or Path(f"bayesrank-study-{name}"), quick=args.quick, seed=args.seed,
+           **extra)

@@ -21,6 +21,16 @@ from 400 exact posterior draws) and w's (positions 2..L, the exact grid quantile
     bayesrank study units [--quick] [--out DIR]
 
 writes ``units.nc`` (xarray), ``units.md`` (the tables) and ``units.png``.
+
+**Logistic rows** (``units_cells(link="logistic")``, ``run_units_study(link=
+"logistic")``, files ``units_logistic.*``): the same generator with the logistic link
+and w_max = 1 (Bernoulli clicks, ``P(click) = sigmoid(c <theta, x>)``), theta alone
+rescaled by c from 0.1 to 3 (clicks have no units: c changes how sharp the clicks are,
+so the regret is not divided by c). Known w. The priors: ``default``
+``LaplaceGLM(prior_scale=None)`` (tau learnt under HalfCauchy(1) by the Laplace
+evidence), ``old default`` ``LaplaceGLM(prior_scale=1)``, ``oracle``
+``LaplaceGLM(prior_scale=c sqrt(1 / (2 d)))`` (the rms of the generator's per-coordinate
+sd: LaplaceGLM takes one scale).
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import xarray as xr
 from bayesrank.model import noise
 from bayesrank.policies.ts import RankTS
 from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.laplace import LaplaceGLM
 from bayesrank.posteriors.latent_w import LatentW
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.play import fold_in_keys, play
@@ -50,6 +61,9 @@ SCALES = {
     "full": {"K": 100, "d": 10, "rounds": (100, 1000, 3000), "runs": 20,
              "cs": (0.01, 0.1, 1.0, 10.0, 100.0), "draws": 400},
 }
+#: the logistic rows: their own factors c and the paper generator's w_max
+LOGISTIC = {"quick": {"cs": (0.1, 1.0, 3.0)}, "full": {"cs": (0.1, 0.3, 1.0, 3.0)}}
+LOGISTIC_W_MAX = 1.0
 PRIORS = ("default", "old default", "oracle")
 W_PRIOR_SD = 5.0
 LEVEL = 0.9
@@ -61,9 +75,12 @@ def _true_scale(d: int) -> np.ndarray:
     return np.r_[np.full(d - 1, 0.5 / np.sqrt(d - 1)), 0.5]
 
 
-def _model(prior, c: float, d: int):
+def _model(prior, c: float, d: int, link: str = "identity", n_max: int = 1):
     if callable(prior):  # an extra model to compare: prior(c, d) -> model
         return prior(c, d)
+    if link == "logistic":
+        scale = {"default": None, "old default": 1.0}.get(prior, c * np.sqrt(0.5 / d))
+        return LaplaceGLM("logistic", prior_scale=scale, n_max=n_max)
     if prior == "default":
         return GaussianLinear()
     if prior == "old default":
@@ -72,6 +89,9 @@ def _model(prior, c: float, d: int):
 
 
 def _rescaled(env: RankingEnv, c: float) -> RankingEnv:
+    if getattr(env.link, "name", env.link) == "logistic":  # theta alone: no units
+        return RankingEnv(items=env.items, theta=c * np.asarray(env.theta, float),
+                          w=env.w, v0=env.v0, link="logistic")
     return RankingEnv(items=env.items, theta=c * np.asarray(env.theta, float), w=env.w,
                       v0=env.v0, link="identity", noise=noise.Gaussian(c))
 
@@ -111,7 +131,8 @@ def ms_L(ms) -> int:
 
 
 def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
-                priors=None, cs=None, ws=("known", "latent")) -> xr.Dataset:
+                priors=None, cs=None, ws=("known", "latent"),
+                link: str = "identity") -> xr.Dataset:
     """Run every (w, prior, c) cell; return the measurements as an xarray Dataset.
 
     Returns:
@@ -121,12 +142,20 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
 
     ``priors`` (default :data:`PRIORS`): names of the three priors above, or a dict
     name -> ``(c, d) -> model`` (e.g. other hyperpriors); ``cs`` overrides the
-    scale's factors; ``ws`` picks known and/or latent w.
+    scale's factors; ``ws`` picks known and/or latent w. ``link="logistic"``: the
+    logistic rows of the module docstring (known w; ``regret`` is not divided by c).
     """
     import numpyro.distributions as dist
 
+    if link not in ("identity", "logistic"):
+        raise ValueError(f"link: expected 'identity' or 'logistic', got {link!r}")
     cfg = SCALES[scale]
-    base = RankingEnv.paper(seed=0, K=cfg["K"], L=4, d=cfg["d"], w_max=10.0)
+    logistic = link == "logistic"
+    if logistic:
+        cfg = {**cfg, **LOGISTIC.get(scale, {})}
+        ws = ("known",)
+    base = RankingEnv.paper(seed=0, K=cfg["K"], L=4, d=cfg["d"],
+                            w_max=LOGISTIC_W_MAX if logistic else 10.0, link=link)
     rounds, runs = cfg["rounds"], cfg["runs"]
     cs = cfg["cs"] if cs is None else tuple(cs)
     priors = dict.fromkeys(PRIORS) if priors is None else (
@@ -142,7 +171,8 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
             for ic, c in enumerate(cs):
                 t0 = time.perf_counter()
                 env = _rescaled(base, c)
-                pols = [RankTS(model=_model(make or prior, c, base.d), items=env.items,
+                model = _model(make or prior, c, base.d, link, n_max=rounds[-1])
+                pols = [RankTS(model=model, items=env.items,
                                w=env.w if prior_w is None else prior_w, L=env.L,
                                v0=env.v0, seed=seed * 1000 + r) for r in range(runs)]
                 core, ctx = pols[0].core, pols[0].context()
@@ -157,7 +187,7 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
                     states, reg = _segment(core, env, states, pkeys, nkeys, ctx, best,
                                            T=T - start, t0=start)
                     total = total + np.asarray(reg, float).sum(axis=1)
-                    regret[iw, ip, ic, :, ir] = total / c
+                    regret[iw, ip, ic, :, ir] = total if logistic else total / c
                     q_t, q_w = _intervals(core.model, states.model,
                                           jax.random.split(jax.random.key(seed + 7 + ir),
                                                            runs), n=cfg["draws"])
@@ -169,7 +199,7 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
                         cov_w[iw, ip, ic, :, ir] = ok.mean(axis=1)
                     start = T
                 if progress:
-                    print(f"  {wname} w, {prior}, c = {c:g}: regret/c "
+                    print(f"  {wname} w, {prior}, c = {c:g}: regret{'' if logistic else '/c'} "
                           f"{regret[iw, ip, ic, :, -1].mean():.1f} "
                           f"({time.perf_counter() - t0:.0f} s)", flush=True)
     coords = {"w": list(ws), "prior": list(priors), "c": list(cs),
@@ -179,6 +209,7 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
         {"regret": (dims, regret), "cover_theta": (dims, cov_t), "cover_w": (dims, cov_w)},
         coords=coords,
         attrs={"scale": scale, "seed": seed, "K": cfg["K"], "d": cfg["d"], "L": 4,
+               "link": link, "regret_over_c": int(not logistic),
                "level": LEVEL, "w_prior": f"Normal(0, {W_PRIOR_SD})"})
 
 
@@ -188,15 +219,21 @@ def _ci(x: np.ndarray) -> tuple[float, float, float]:
     return m, m - h, m + h
 
 
+def _regret_label(ds: xr.Dataset) -> str:
+    return "regret / c" if ds.attrs.get("regret_over_c", 1) else "regret"
+
+
 def report(ds: xr.Dataset) -> str:
     """The study's tables as Markdown: regret / c at the last round with its ratio to
     the oracle (95 % CI of the mean over runs), and the coverage at each checkpoint."""
     last = ds["round"].values[-1]
-    lines = [f"# Units study ({ds.attrs['scale']} scale: K = {ds.attrs['K']}, "
+    what = _regret_label(ds)
+    link = ds.attrs.get("link", "identity")
+    lines = [f"# Units study, {link} link ({ds.attrs['scale']} scale: K = {ds.attrs['K']}, "
              f"d = {ds.attrs['d']}, L = 4, {ds.sizes['run']} runs, "
              f"rounds {', '.join(str(r) for r in ds['round'].values)})", ""]
     for w in ds["w"].values:
-        lines += [f"## {w} w: regret / c at round {last} (95 % CI), ratio to the oracle",
+        lines += [f"## {w} w: {what} at round {last} (95 % CI), ratio to the oracle",
                   "", "| prior | " + " | ".join(f"c = {c:g}" for c in ds["c"].values)
                   + " |", "|---|" + "---|" * ds.sizes["c"]]
         for prior in ds["prior"].values:
@@ -247,10 +284,11 @@ def figure(ds: xr.Dataset, path) -> None:
             var = "cover_w" if w == "latent" else "cover_theta"
             ax_c.plot(cs, ds[var].sel(w=w, prior=prior, round=last).mean("run").values,
                       color=col, marker=mk, label=str(prior))
-        ax_r.set(xscale="log", yscale="log", xlabel="c (rewards x c)",
-                 ylabel=f"regret / c at round {last}", title=f"{w} w: regret")
+        xlabel = "c (theta x c)" if ds.attrs.get("link") == "logistic" else "c (rewards x c)"
+        ax_r.set(xscale="log", yscale="log", xlabel=xlabel,
+                 ylabel=f"{_regret_label(ds)} at round {last}", title=f"{w} w: regret")
         ax_c.axhline(LEVEL, color="grey", ls="--", lw=1)
-        ax_c.set(xscale="log", ylim=(-0.02, 1.02), xlabel="c (rewards x c)",
+        ax_c.set(xscale="log", ylim=(-0.02, 1.02), xlabel=xlabel,
                  ylabel="coverage of 90 % intervals",
                  title=f"{w} w: coverage of {'w' if w == 'latent' else 'theta'}")
         ax_r.legend(fontsize=8, loc="best")
@@ -260,13 +298,22 @@ def figure(ds: xr.Dataset, path) -> None:
 
 
 def run_units_study(out="bayesrank-study-units", *, quick: bool = False,
-                    seed: int = 0) -> Path:
-    """Run the study and write ``units.nc``, ``units.md`` and ``units.png`` to out."""
+                    seed: int = 0, link: str = "identity") -> Path:
+    """Run the study and write ``units.nc``, ``units.md`` and ``units.png`` to out
+    (``units_logistic.*`` for ``link="logistic"``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ds = units_cells("quick" if quick else "full", seed=seed)
-    ds.to_netcdf(out / "units.nc")
-    (out / "units.md").write_text(report(ds) + "\n")
-    figure(ds, out / "units.png")
-    print(f"wrote {out / 'units.md'}, {out / 'units.png'}, {out / 'units.nc'}")
+    ds = units_cells("quick" if quick else "full", seed=seed, link=link)
+    write_outputs(ds, out)
     return out
+
+
+def write_outputs(ds: xr.Dataset, out) -> None:
+    """``<stem>.nc``, ``<stem>.md`` and ``<stem>.png`` of a study's Dataset in out
+    (stem ``units``, or ``units_logistic`` for the logistic rows)."""
+    out = Path(out)
+    stem = "units_logistic" if ds.attrs.get("link") == "logistic" else "units"
+    ds.to_netcdf(out / f"{stem}.nc")
+    (out / f"{stem}.md").write_text(report(ds) + "\n")
+    figure(ds, out / f"{stem}.png")
+    print(f"wrote {out / stem}.md, .png, .nc")

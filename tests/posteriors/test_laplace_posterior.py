@@ -383,7 +383,6 @@ BAD_ARGS = [
     ({"prior_scale": True}, TypeError, "prior_scale"),
     ({"prior_scale": np.bool_(True)}, TypeError, "prior_scale"),
     ({"prior_scale": "1.0"}, TypeError, "prior_scale"),
-    ({"prior_scale": None}, TypeError, "prior_scale"),
     ({"prior_scale": [1.0, 2.0]}, TypeError, "prior_scale"),
     ({"prior_scale": np.array([1.0, 2.0])}, ValueError, "prior_scale"),
     ({"prior_scale": 1 + 1j}, TypeError, "prior_scale"),

@@ -42,3 +42,26 @@ def test_report_and_figure(cells, tmp_path):
     assert "known w: regret / c at round 30" in text and "| default |" in text
     units.figure(cells, tmp_path / "u.png")
     assert (tmp_path / "u.png").stat().st_size > 10_000
+
+
+def test_logistic_rows(monkeypatch_module, tmp_path):
+    """The logistic rows: theta alone times c, Bernoulli clicks, known w; the regret is
+    not divided by c, and the learnt default's tau follows c (its theta intervals are
+    reported beside the old default's and the oracle's)."""
+    monkeypatch_module.setitem(units.SCALES, "tiny", {
+        "K": 8, "d": 3, "rounds": (10, 30), "runs": 2, "cs": (0.1, 3.0), "draws": 60})
+    ds = units.units_cells("tiny", link="logistic", progress=False)
+    assert list(ds["w"].values) == ["known"] and ds.attrs["link"] == "logistic"
+    assert ds.attrs["regret_over_c"] == 0
+    reg = ds["regret"].values
+    assert np.all(np.isfinite(reg)) and np.all(reg >= 0)
+    # sharper clicks (c = 3) cost more clicks to learn than c = 0.1
+    assert reg[..., 1, :, -1].mean() > reg[..., 0, :, -1].mean()
+    units.write_outputs(ds, tmp_path)
+    text = (tmp_path / "units_logistic.md").read_text()
+    assert "logistic link" in text and "regret at round 30" in text
+
+
+def test_unknown_link_is_refused():
+    with pytest.raises(ValueError, match="link: expected 'identity' or 'logistic'"):
+        units.units_cells("quick", link="probit")

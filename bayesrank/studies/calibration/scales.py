@@ -10,7 +10,11 @@ scale-equivariant quantities).
 
 :class:`ScaleDraws` adapts a :class:`~bayesrank.posteriors.LearntScaleLinear` to the
 SBC protocol: a draw is ``(theta^l, log g_l[, log s_l])`` per position, so the scales
-are ranked like any coordinate of theta.
+are ranked like any coordinate of theta. It adapts a
+:class:`~bayesrank.posteriors.LearntScaleLaplace` (``LaplaceGLM(prior_scale=None)``)
+the same way, with ``(theta^l, log tau_l)``: the truth draws tau from the hyperprior,
+``theta^l ~ N(0, tau^2 I)`` and the link's Bernoulli or Poisson rewards
+(:func:`laplace_learnt_generative`).
 
 Example:
     >>> import jax
@@ -27,26 +31,57 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from bayesrank.posteriors.scaled import LearntScaleLinear
-from bayesrank.studies.calibration.generative import Generative, learnt_generative
+from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
+from bayesrank.posteriors.scaled import LearntScaleLinear, default_hyperprior
+from bayesrank.studies.calibration.generative import (
+    Generative,
+    glm_generative,
+    learnt_generative,
+)
 
-__all__ = ["ScaleDraws", "learnt_generative"]
+__all__ = ["ScaleDraws", "laplace_learnt_generative", "learnt_generative"]
+
+
+def laplace_learnt_generative(model: LearntScaleLaplace) -> Generative:
+    """The truth a learnt-scale Laplace GLM assumes: ``tau`` from its hyperprior,
+    ``theta ~ N(0, tau^2 I)``, rewards from the link's family; ``params["theta"]``
+    is (L, p + 1): theta with log tau appended."""
+    hyper = model.hyperprior if model.hyperprior is not None else default_hyperprior()
+    family = glm_generative(model.link.name)
+
+    def prior(key, L, p):
+        k_t, k_z = jax.random.split(key)
+        dtype = jnp.result_type(float)
+        tau = hyper.sample(k_t, (L,)).astype(dtype)
+        theta = tau[:, None] * jax.random.normal(k_z, (L, p), dtype)
+        return {"theta": jnp.concatenate([theta, jnp.log(tau)[:, None]], -1)}
+
+    def rewards(key, params, x):
+        return family.rewards(key, {"theta": params["theta"][:, :x.shape[-1]]}, x)
+
+    name = "HalfCauchy(1)" if model.hyperprior is None else type(hyper).__name__
+    return Generative(prior, rewards, f"tau ~ {name}, theta ~ N(0, tau^2 I), "
+                      + family.description.split(", ", 1)[1])
 
 
 class ScaleDraws:
     """A :class:`~bayesrank.posteriors.LearntScaleLinear` seen by SBC: draws
-    ``(theta, log g[, log s])`` stacked as (L, p + 1 or p + 2)."""
+    ``(theta, log g[, log s])`` stacked as (L, p + 1 or p + 2); a
+    :class:`~bayesrank.posteriors.LearntScaleLaplace`: ``(theta, log tau)``."""
 
     def __init__(self, model):
-        if not isinstance(model, LearntScaleLinear):
+        if not isinstance(model, (LearntScaleLinear, LearntScaleLaplace)):
             raise TypeError(
-                f"model: expected a LearntScaleLinear, got {type(model).__name__}")
+                "model: expected a LearntScaleLinear or a LearntScaleLaplace, got "
+                f"{type(model).__name__}")
         self.model = model
         self.link = model.link
         self.vmappable = True
 
     def generative(self) -> Generative:
         """The model's own truth, with the scales among the ranked coordinates."""
+        if isinstance(self.model, LearntScaleLaplace):
+            return laplace_learnt_generative(self.model)
         return learnt_generative(self.model, with_scales=True)
 
     def init(self, L, p):
@@ -56,7 +91,10 @@ class ScaleDraws:
         return self.model.update(state, x, y, valid)
 
     def draws_at_once(self, key, state, n: int):
-        """n independent exact draws (n, L, p + 1 or p + 2)."""
+        """n independent draws (n, L, p + 1 or p + 2)."""
+        if isinstance(self.model, LearntScaleLaplace):
+            theta, tau = self.model.draw_scales(key, state, n)
+            return jnp.concatenate([theta, jnp.log(tau)[..., None]], -1)
         theta, g, s = self.model.draw_scales(key, state, n)
         cols = [theta, jnp.log(g)[..., None]]
         if self.model.learn_noise:

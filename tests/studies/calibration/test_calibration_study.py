@@ -11,13 +11,14 @@ from bayesrank.studies.calibration.study import _ks, _resolve, coverage90, run_s
 def test_model_names_put_inloop_rounds_before_the_negative_control():
     s = registry.FULL
     names = registry.model_names(s)
-    assert names[:7] == ["GaussianLinear", "GaussianLinearUnknownNoise",
+    assert names[:8] == ["GaussianLinear", "GaussianLinearUnknownNoise",
                          "GaussianLinear-learnt", "GaussianLinear-learnt-prior-scale",
-                         "LaplaceGLM-logistic", "LaplaceGLM-exp", "BayesGLM-logistic"]
-    assert names[7:13] == ["LatentW-GaussianLinear", "LatentW-learnt",
+                         "LaplaceGLM-logistic", "LaplaceGLM-exp",
+                         "LaplaceGLM-logistic-learnt", "BayesGLM-logistic"]
+    assert names[8:14] == ["LatentW-GaussianLinear", "LatentW-learnt",
                            "LatentW-UnknownNoise", "LatentLaplace-logistic",
                            "LatentJointMAP-logistic", "LatentW-slice-chain"]
-    assert names[13:16] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
+    assert names[14:17] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
     assert names[-2:] == ["negative_control", "negative_control-LatentW"]
 
 
