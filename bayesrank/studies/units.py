@@ -49,8 +49,8 @@ from bayesrank.policies.ts import RankTS
 from bayesrank.posteriors.gaussian import GaussianLinear
 from bayesrank.posteriors.laplace import LaplaceGLM
 from bayesrank.posteriors.latent_w import LatentW
+from bayesrank.simulation.checkpoints import segment
 from bayesrank.simulation.env import RankingEnv
-from bayesrank.simulation.play import fold_in_keys, play
 
 __all__ = ["SCALES", "run_units_study", "units_cells"]
 
@@ -96,17 +96,6 @@ def _rescaled(env: RankingEnv, c: float) -> RankingEnv:
                       v0=env.v0, link="identity", noise=noise.Gaussian(c))
 
 
-@functools.partial(jax.jit, static_argnames=("T", "t0"))
-def _segment(core, env, states, pkeys, nkeys, ctx, best, *, T: int, t0: int):
-    """Rounds t0 .. t0 + T - 1 of every run (vmapped): final states, regret (runs, T)."""
-    def run(state, pk, nk):
-        keys = fold_in_keys(pk, nk)
-        return play(core, env, state, T, keys=lambda t: keys(t + t0), ctx=ctx,
-                    best=best, record=lambda r: r.best - r.env.expected_reward(r.items))
-
-    return jax.vmap(run)(states, pkeys, nkeys)
-
-
 @functools.partial(jax.jit, static_argnames=("n",))
 def _intervals(model, mstates, keys, *, n: int):
     """Per run: theta's central interval (2, L, d) from n exact draws, and w's
@@ -116,7 +105,7 @@ def _intervals(model, mstates, keys, *, n: int):
     def one(ms, key):
         if isinstance(model, LatentW):
             theta, _ = model.draw_exact(key, ms, n)
-            wq = model._w_quantiles(ms, (lo, hi))
+            wq = model.w_quantiles(ms, (lo, hi))
         else:
             theta = model.draw_batch(key, ms, n)
             wq = jnp.full((2, ms_L(ms)), jnp.nan)
@@ -184,8 +173,8 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
                 truth_t = c * np.asarray(base.theta, float)
                 truth_w = np.asarray(base.w, float)
                 for ir, T in enumerate(rounds):
-                    states, reg = _segment(core, env, states, pkeys, nkeys, ctx, best,
-                                           T=T - start, t0=start)
+                    states, reg = segment(core, env, states, pkeys, nkeys, ctx, best,
+                                          T=T - start, t0=start)
                     total = total + np.asarray(reg, float).sum(axis=1)
                     regret[iw, ip, ic, :, ir] = total if logistic else total / c
                     q_t, q_w = _intervals(core.model, states.model,
