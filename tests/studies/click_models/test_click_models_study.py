@@ -128,6 +128,7 @@ def test_bad_arguments_are_refused(kwargs, match):
 
 
 @pytest.mark.heavy  # the quick scale end to end: every policy on every environment
+@pytest.mark.slow  # 388 s under load: the longest study end to end (run by hand)
 def test_cli_quick_writes_the_report_figure_and_results(tmp_path):
     import xarray as xr
 
