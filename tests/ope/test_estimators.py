@@ -199,8 +199,10 @@ def _leaves(policy):
 
 def test_a_rank_ts_target_is_evaluated_frozen(env, logs):
     ts = br.RankTS(items=env.items, w=env.w, v0=env.v0, seed=0)
-    # learn a little first, so the state is not the prior
-    lists = logs[1]["lists"].values[:200]
+    # learn a little first, so the state is not the prior (20 rounds: its 200 draws
+    # hold about 47 lists; after 200 rounds the learnt-scale posterior draws 3, and a
+    # last-bit change of the draws made it 1, which is judged deterministic)
+    lists = logs[1]["lists"].values[:20]
     ts.update(lists, np.asarray(env.sample(jax.random.key(9), lists)))
     before, t0 = _leaves(ts), ts.t
     res = evaluate(logs[0], ts, n_draws=200)
