@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 import jax
 import jax.numpy as jnp
@@ -123,9 +124,10 @@ class _Bar:
     in the persistent cache), which can take seconds: the bar says so until it is done,
     so nothing looks hung."""
 
-    def __init__(self, name: str, runs: int, index: int, count: int):
+    def __init__(self, name: str, runs: int, index: int, count: int, **kwargs):
         self.name = f"[{index + 1}/{count}] {name}"
-        self.bar = progress(runs, f"{self.name} (compiling, first runs)", unit="run")
+        self.bar = progress(runs, f"{self.name} (compiling, first runs)", unit="run",
+                            **kwargs)
 
     def advance(self, n: int) -> None:
         self.bar.set_description(self.name, refresh=False)
@@ -162,6 +164,7 @@ def simulate(
     record_lists: bool = False,
     progress: bool = True,
     users: str = "fixed",
+    workers: int = 1,
 ) -> xr.Dataset:
     """Play every policy on ``env`` for ``T`` rounds and ``runs`` independent runs.
 
@@ -180,6 +183,13 @@ def simulate(
             (each round's user has a uniformly drawn catalogue item as last item;
             the policy is told it, and the regret is against that user's best
             list). ``"items"`` needs pairwise dependence (S = 2).
+        workers: policies played at once. 1 (default): one after another, the next
+            policy's program compiled in the background while the current one runs,
+            so ``seconds`` is each policy's own time. 2 or more: each policy compiles
+            and plays in its own thread (XLA runs outside Python's lock), the largest
+            program first, so a multi-policy simulation uses the machine's cores
+            (``benchmarks/demo.py``); ``seconds`` then overlap. Results are the same
+            for every ``workers``.
 
     Returns:
         ``xarray.Dataset`` with ``regret`` (pseudo-regret per round) and ``reward``
@@ -201,7 +211,7 @@ def simulate(
         if not callable(fac):
             raise TypeError(f"policies[{name!r}]: expected a callable seed -> policy")
     seed = check_seed(seed)
-    for name, val in (("T", T), ("runs", runs)):
+    for name, val in (("T", T), ("runs", runs), ("workers", workers)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
             raise ValueError(f"{name}: expected a positive integer, got {val!r}")
     if chunk_runs is not None and (
@@ -228,20 +238,13 @@ def simulate(
 
     plans = [_plan(policies, name, env, seed, runs, T, chunk_runs, record_lists, users,
                    nkeys) for name in names]
-    # Compile the later policies' programs in a background thread while the earlier
-    # ones run: XLA compiles outside the GIL, so on 2 cores a cold multi-policy
-    # simulation overlaps compiling with running; each policy then calls its
-    # executable directly, without tracing and lowering it again (benchmarks/demo.py)
-    ahead = len(names) > 1
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        compiled = [pool.submit(_compile, plan) if ahead and p and "args" in plan
-                    else None for p, plan in enumerate(plans)]
-        for p, name in enumerate(names):
-            start = time.perf_counter()
-            _run_policy(plans[p], compiled[p], policies, name, env, seed, runs, T,
-                        chunk_runs, record_lists, users, nkeys, progress, p, len(names),
-                        regret, reward, lists)
-            seconds[p] = time.perf_counter() - start
+    common = (policies, env, seed, runs, T, chunk_runs, record_lists, users, nkeys,
+              progress)
+    out = (regret, reward, lists, seconds)
+    if workers > 1 and len(names) > 1:
+        _play_concurrently(plans, names, common, out, workers)
+    else:
+        _play_in_turn(plans, names, common, out)
 
     return _dataset(names, runs, T, env, seed, regret, reward, lists, seconds,
                     record_lists, users)
@@ -267,14 +270,87 @@ def _plan(policies, name, env, seed, runs, T, chunk_runs, record_lists, users, n
             "static": static}
 
 
-def _compile(plan):
-    """Compile the first chunk's program ahead: the executable, which every chunk of
-    that size then calls without tracing again, or None (a failure is left to the
+def _lower(plan):
+    """The first chunk's program traced and lowered, or None (a failure is left to the
     ordinary call, which compiles and raises as it would have)."""
     try:
-        return _play_runs.lower(*plan["args"], **plan["static"]).compile()
+        return _play_runs.lower(*plan["args"], **plan["static"])
     except Exception:  # noqa: BLE001 - the ordinary call reports the error
         return None
+
+
+def _compile(plan, lowered=None):
+    """Compile the first chunk's program ahead: the executable, which every chunk of
+    that size then calls without tracing again, or None (as for :func:`_lower`)."""
+    lowered = _lower(plan) if lowered is None else lowered
+    try:
+        return None if lowered is None else lowered.compile()
+    except Exception:  # noqa: BLE001 - the ordinary call reports the error
+        return None
+
+
+class _Ready:
+    """An executable already at hand, read like a future's result."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def _play_in_turn(plans, names, common, out):
+    """Play the policies one after another. The later policies' programs compile in a
+    background thread while the earlier ones run: XLA compiles outside the GIL, so on
+    2 cores a cold multi-policy simulation overlaps compiling with running; each
+    policy then calls its executable directly, without tracing and lowering again."""
+    ahead = len(names) > 1
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        compiled = [pool.submit(_compile, plan) if ahead and p and "args" in plan
+                    else None for p, plan in enumerate(plans)]
+        for p, name in enumerate(names):
+            start = time.perf_counter()
+            _run_policy(plans[p], compiled[p], name, p, len(names), *common, *out[:3])
+            out[3][p] = time.perf_counter() - start
+
+
+def _play_concurrently(plans, names, common, out, workers):
+    """Play ``workers`` policies at once, each compiling and running in its own thread.
+
+    Every program is lowered first (in this thread: tracing holds the GIL), then the
+    pool takes them largest first, by the size of the lowered program, which tracks
+    both its compile time and its cost per round; policies that cannot be compiled
+    ahead (one run at a time, e.g. NUTS, the slowest kind) go first. The progress bar
+    of each thread keeps its own line."""
+    lowered = [_lower(plan) if "args" in plan else None for plan in plans]
+    size = [len(low.as_text()) if low is not None else -1 for low in lowered]
+    order = sorted(range(len(names)), key=lambda p: (size[p] >= 0, -size[p]))
+    slots = list(range(workers))
+    lock = threading.Lock()
+
+    def job(p):
+        with lock:
+            slot = slots.pop(0)
+        try:
+            start = time.perf_counter()
+            exe = _compile(plans[p], lowered[p]) if lowered[p] is not None else None
+            _run_policy(plans[p], _Ready(exe), names[p], p, len(names), *common,
+                        *out[:3], position=slot)
+            out[3][p] = time.perf_counter() - start
+        finally:
+            with lock:
+                slots.append(slot)
+                slots.sort()
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures = [pool.submit(job, p) for p in order]
+    wait(futures, return_when=FIRST_EXCEPTION)
+    failed = [f for f in futures if f.done() and f.exception() is not None]
+    # the first failure (in the policies' order) is raised at once; runs of other
+    # policies already under way finish in the background and are discarded
+    pool.shutdown(wait=not failed, cancel_futures=True)
+    if failed:
+        raise min(failed, key=futures.index).exception()
 
 
 def _call_args(first, env, users, T, record_lists, vm):
@@ -293,8 +369,9 @@ def _call_args(first, env, users, T, record_lists, vm):
     return (jnp.asarray(bv), ctx, to_go), static
 
 
-def _run_policy(plan, compiled, policies, name, env, seed, runs, T, chunk_runs,
-                record_lists, users, nkeys, progress, p, count, regret, reward, lists):
+def _run_policy(plan, compiled, name, p, count, policies, env, seed, runs, T,
+                chunk_runs, record_lists, users, nkeys, progress, regret, reward, lists,
+                **bar_kwargs):
     """Play one policy's runs into the result arrays (row p)."""
     first = plan["first"]  # built once, by _plan
     if not hasattr(first, "core") or not hasattr(first, "context"):
@@ -313,7 +390,7 @@ def _run_policy(plan, compiled, policies, name, env, seed, runs, T, chunk_runs,
     fn = functools.partial(_play_runs, first.core, env, best=best, ctx=ctx,
                            to_go=to_go, **static)
     exe = None if compiled is None else compiled.result()  # compiled ahead
-    bar = _Bar(name, runs, p, count) if progress else None
+    bar = _Bar(name, runs, p, count, **bar_kwargs) if progress else None
     for c0 in range(0, runs, size):
         idx = range(c0, min(c0 + size, runs))
         if c0 == 0 and "pols" in plan:

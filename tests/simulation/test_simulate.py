@@ -134,6 +134,11 @@ SIMULATE_BAD = {
     "other catalogue size": ("other K", ValueError, "K="),
     "seed negative": ({"seed": -1}, ValueError, "seed: expected an integer >= 0, got -1"),
     "seed float": ({"seed": 0.5}, TypeError, "seed: expected an integer >= 0"),
+    "workers zero": ({"workers": 0}, ValueError, "workers: expected a positive integer"),
+    "workers bool": ({"workers": True}, ValueError, "workers: expected a positive"),
+    "workers float": ({"workers": 2.0}, ValueError, "workers: expected a positive"),
+    "non-policy, in a worker": ({"policies": {"x": lambda s: 3, "y": lambda s: 4},
+                                 "workers": 2}, TypeError, "policies['x']"),
 }
 
 
@@ -208,3 +213,33 @@ def test_policies_compiled_ahead_give_what_each_gives_alone(env, monkeypatch,
                          chunk_runs=chunk_runs)
         np.testing.assert_array_equal(both["regret"].sel(policy=name).values,
                                       alone["regret"].sel(policy=name).values)
+
+
+def test_concurrent_policies_equal_each_alone_largest_first(env, monkeypatch):
+    """workers=2 plays two policies at once, each in its own thread: every policy's
+    results (regret, reward, lists) are those it gives simulated alone, whatever ran
+    beside it, and the smallest program (RankUCB's; RankTS learning w is the
+    largest) waits for a free worker."""
+    import sys
+
+    sim = sys.modules["bayesrank.simulation.simulate"]
+    started = []
+    real = sim._compile
+    monkeypatch.setattr(sim, "_compile", lambda plan, low=None:
+                        started.append(type(plan["first"]).__name__) or real(plan, low))
+    pols = {
+        "ts": lambda s: RankTS(items=env.items, w=env.w, v0=env.v0, seed=s),
+        "ucb": lambda s: br.RankUCB(items=env.items, w=env.w, v0=env.v0, seed=s),
+        "latent": lambda s: RankTS(items=env.items, L=env.L, w=dist.Normal(0.0, 5.0),
+                                   v0=env.v0, seed=s),
+    }
+    both = simulate(env, pols, T=20, runs=3, seed=5, progress=False, workers=2,
+                    record_lists=True, chunk_runs=2)
+    assert started[2] == "RankUCB" and len(started) == 3
+    assert list(both["policy"].values) == list(pols)  # rows keep the caller's order
+    for name, fac in pols.items():
+        alone = simulate(env, {name: fac}, T=20, runs=3, seed=5, progress=False,
+                         record_lists=True, chunk_runs=2)
+        for var in ("regret", "reward", "lists"):
+            np.testing.assert_array_equal(both[var].sel(policy=name).values,
+                                          alone[var].sel(policy=name).values)

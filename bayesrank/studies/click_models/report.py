@@ -135,8 +135,11 @@ def report(ds: xr.Dataset) -> str:
         f"{e} {float(ds['best_value'].sel(env=e)):.4f}" for e in envs) + "."]
     if "seconds" in ds:
         tot = float(np.nansum(ds["seconds"].values))
-        lines += ["", f"Simulation wall time {tot:.0f} s in all (compilation included; "
-                  "not a benchmark)."]
+        wall = ds.attrs.get("seconds_total")
+        took = f"; the study took {float(wall):.0f} s" if wall is not None else ""
+        lines += ["", f"The policies' wall times add up to {tot:.0f} s (compilation "
+                  f"included; policies played side by side overlap{took}; not a "
+                  "benchmark)."]
     return "\n".join(lines) + "\n"
 
 

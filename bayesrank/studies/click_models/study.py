@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def _config(scale) -> dict:
 
 
 def click_cells(scale="full", *, seed: int = 0, names=None, envs=None,
-                progress: bool = True, record_lists: bool = False) -> xr.Dataset:
+                progress: bool = True, record_lists: bool = False,
+                workers: int = 1) -> xr.Dataset:
     """Play every policy on every environment; the results as an xarray Dataset.
 
     Args:
@@ -72,6 +74,9 @@ def click_cells(scale="full", *, seed: int = 0, names=None, envs=None,
         progress: progress bars over each policy's runs and a line per environment.
         record_lists: also keep the lists shown (``lists``: env, policy, run, t,
             position; -1 where not run), for checks.
+        workers: policies played at once on each environment (see
+            :func:`~bayesrank.simulation.simulate`); the results do not depend on it,
+            the ``seconds`` of policies played side by side overlap.
 
     Returns:
         Dataset with ``regret`` (env, policy, run, round): cumulative pseudo-regret
@@ -109,7 +114,7 @@ def click_cells(scale="full", *, seed: int = 0, names=None, envs=None,
             if not facs:
                 continue
             ds = simulate(env, facs, T=T_g, runs=runs_g, seed=seed, progress=progress,
-                          record_lists=record_lists)
+                          record_lists=record_lists, workers=workers)
             cum = np.cumsum(ds["regret"].values, axis=-1)  # (policy, run, T_g)
             keep = rounds <= T_g
             for ip, name in enumerate(ds["policy"].values):
@@ -142,7 +147,8 @@ def click_cells(scale="full", *, seed: int = 0, names=None, envs=None,
 
 
 def run_click_models_study(out="bayesrank-study-click-models", *, quick: bool = False,
-                    seed: int = 0, scale=None, progress: bool = True) -> xr.Dataset:
+                    seed: int = 0, scale=None, progress: bool = True,
+                    workers: int | None = None) -> xr.Dataset:
     """Run the study; write ``results.nc``, ``report.md`` and ``regret.png`` to out.
 
     Args:
@@ -152,6 +158,8 @@ def run_click_models_study(out="bayesrank-study-click-models", *, quick: bool = 
         seed: master seed.
         scale: a scale name or dict (see :func:`click_cells`), overriding ``quick``.
         progress: progress bars and a line per environment.
+        workers: policies played at once (default: 2 on a machine with two cores or
+            more; see :func:`click_cells`).
 
     Returns:
         The results (see :func:`click_cells`).
@@ -159,8 +167,10 @@ def run_click_models_study(out="bayesrank-study-click-models", *, quick: bool = 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1)
     ds = click_cells(scale or ("quick" if quick else "full"), seed=seed,
-                     progress=progress)
+                     progress=progress, workers=workers)
     ds.attrs["seconds_total"] = time.perf_counter() - t0
     store.save_netcdf(ds, out / "results.nc")
     store.write_text(out / "report.md", click_report.report(ds))
