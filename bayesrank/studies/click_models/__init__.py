@@ -17,6 +17,11 @@ and ``regret.png``.
 """
 
 from bayesrank.studies.click_models.setup import POLICIES, SCALES, environments
-from bayesrank.studies.click_models.study import click_cells, run_click_models_study
+from bayesrank.studies.click_models.study import (
+    click_cells,
+    merge_cells,
+    run_click_models_study,
+)
 
-__all__ = ["POLICIES", "SCALES", "click_cells", "environments", "run_click_models_study"]
+__all__ = ["POLICIES", "SCALES", "click_cells", "environments", "merge_cells",
+           "run_click_models_study"]

@@ -39,8 +39,8 @@ __all__ = ["POLICIES", "SCALES", "Entry", "catalogue", "environments",
 SCALES = {
     "quick": {"K": 12, "d": 4, "L": 3, "T": 150, "runs": 2, "points": 15,
               "nuts_T": 30, "nuts_runs": 1},
-    "full": {"K": 30, "d": 5, "L": 4, "T": 1000, "runs": 8, "points": 40,
-             "nuts_T": 100, "nuts_runs": 2},
+    "full": {"K": 50, "d": 5, "L": 4, "T": 3000, "runs": 10, "points": 60,
+             "nuts_T": 600, "nuts_runs": 3},
 }
 #: the catalogue's generator: logit sd ``SPREAD`` around ``INTERCEPT``; Eq. 1's
 #: w_l ~ U(-W_MAX, W_MAX); the models' per-position parameters

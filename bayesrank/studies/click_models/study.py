@@ -28,7 +28,7 @@ from bayesrank.studies.click_models.setup import (
     policy_factories,
 )
 
-__all__ = ["checkpoints", "click_cells", "run_click_models_study"]
+__all__ = ["checkpoints", "click_cells", "merge_cells", "run_click_models_study"]
 
 #: the policy that runs fewer rounds and runs (``nuts_T``, ``nuts_runs``)
 SHORT = "RankTS-NUTS"
@@ -144,6 +144,46 @@ def click_cells(scale="full", *, seed: int = 0, names=None, envs=None,
     ds.attrs["skipped"] = json.dumps(skipped)
     ds.attrs["policies"] = json.dumps({n: POLICIES[n].description for n in names})
     return ds
+
+
+def merge_cells(pieces) -> xr.Dataset:
+    """One study dataset from :func:`click_cells` results over disjoint cells (other
+    environments or other policies, same scale and seed), e.g. run in separate
+    processes (``scripts/click_full.py``), in the study's environment and policy order.
+
+    Every piece uses the study's own seeds (the catalogue, the environments and each
+    run's keys depend on the master seed only), so the merged cells equal one
+    :func:`click_cells` call's. ``seconds_total`` is the longest piece's (they ran
+    side by side).
+
+    Raises:
+        ValueError: no pieces, or pieces of different scales or seeds.
+    """
+    pieces = list(pieces)
+    if not pieces:
+        raise ValueError("pieces: expected at least one click_cells dataset")
+    config = json.loads(pieces[0].attrs["config"])
+    envs, skipped, policies, total = [], {}, {}, 0.0
+    for ds in pieces:
+        if json.loads(ds.attrs["config"]) != config:
+            raise ValueError("pieces: expected one scale and seed, got "
+                             f"{json.loads(ds.attrs['config'])} and {config}")
+        envs += [str(e) for e in ds["env"].values if str(e) not in envs]
+        for e, why in json.loads(ds.attrs["skipped"]).items():
+            skipped.setdefault(e, {}).update(why)
+        policies |= json.loads(ds.attrs["policies"])
+        total = max(total, float(ds.attrs.get("seconds_total", 0.0)))
+    out = pieces[0]
+    for ds in pieces[1:]:
+        out = out.combine_first(ds)
+    order = [e for e in environments(_config("quick"), 0) if e in envs]
+    names = [n for n in POLICIES if n in policies]
+    out = out.reindex(env=order, policy=names)
+    out.attrs = {"config": json.dumps(config),
+                 "skipped": json.dumps({e: skipped.get(e, {}) for e in order}),
+                 "policies": json.dumps({n: policies[n] for n in names}),
+                 "seconds_total": total}
+    return out
 
 
 def run_click_models_study(out="bayesrank-study-click-models", *, quick: bool = False,

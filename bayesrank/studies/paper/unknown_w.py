@@ -215,7 +215,7 @@ PARTS = {"d10": (10, "identity"), "d5": (5, "identity"), "d5_logistic": (5, "log
 
 
 def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int = 0,
-                  progress: bool = True, parts=tuple(PARTS)) -> Path:
+                  progress: bool = True, parts=tuple(PARTS), workers: int = 1) -> Path:
     """Run the study; write regret curves, w-tracking figures, NetCDF and a report.
 
     Args:
@@ -224,6 +224,8 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         seed: instance and run seed.
         progress: print a line per part.
         parts: which of :data:`PARTS` to run (default all).
+        workers: policies played at once (:func:`bayesrank.simulate`; the results do
+            not depend on it).
 
     Returns:
         The path of ``report_unknown-w.md``.
@@ -251,7 +253,7 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         glm = link != "identity"
         pols = glm_policies(env, n_max=cfg["T"]) if glm else policies(env)
         ds = simulate(env, pols, T=cfg["T"], runs=cfg["runs"], seed=seed,
-                      progress=progress)
+                      progress=progress, workers=workers)
         ds.attrs["w"] = json.dumps(np.asarray(env.w, float).tolist())
         ds.attrs["d"] = d
         ds.attrs["link"] = link

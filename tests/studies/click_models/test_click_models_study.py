@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from bayesrank.studies.click_models import click_cells, report, setup
+from bayesrank.studies.click_models import click_cells, merge_cells, report, setup
 
 TINY = {"K": 6, "d": 3, "L": 3, "T": 40, "runs": 2, "points": 4, "nuts_T": 10,
         "nuts_runs": 1}
@@ -81,6 +81,32 @@ def test_runs_differ_and_every_policy_sees_the_same_runs(cells):
         cells["regret"].sel(env="cascade", policy="CascadeKLUCB").values)
     r = cells["regret"].sel(env="cascade", policy="CascadeKLUCB").values
     assert not np.allclose(r[0], r[1])  # the runs are independent draws
+
+
+def test_pieces_run_apart_merge_into_the_one_call_results(cells):
+    """merge_cells over pieces split by environment and by policy (as
+    scripts/click_full.py runs them, one process each) gives the one call's cells,
+    coordinates in the study's order and the skipped reasons."""
+    pieces = [click_cells(TINY, seed=3, names=names, envs=envs, progress=False)
+              for envs, names in ((["DBN", "Eq. 1"], ["PBMUCB", "RankTS"]),
+                                  (["PBM", "cascade"], ["RankTS"]),
+                                  (["PBM", "cascade"], ["CascadeKLUCB", "PBMUCB"]),
+                                  (["Eq. 1", "DBN"], ["CascadeKLUCB"]))]
+    merged = merge_cells(pieces[::-1])
+    assert list(merged["env"].values) == ["Eq. 1", "PBM", "cascade", "DBN"]  # study's
+    assert list(merged["policy"].values) == NAMES
+    one = cells.reindex(env=merged["env"].values)
+    np.testing.assert_array_equal(merged["regret"].values, one["regret"].values)
+    np.testing.assert_array_equal(merged["best_value"].values, one["best_value"].values)
+    assert json.loads(merged.attrs["skipped"]) == json.loads(cells.attrs["skipped"])
+    assert report.report(merged).split("Policies:")[0] == \
+        report.report(one).split("Policies:")[0]
+    other = click_cells({**TINY, "runs": 1}, seed=3, names=["RankTS"], envs=["PBM"],
+                        progress=False)
+    with pytest.raises(ValueError, match="pieces: expected one scale and seed"):
+        merge_cells([pieces[0], other])
+    with pytest.raises(ValueError, match="pieces: expected at least one"):
+        merge_cells([])
 
 
 def test_a_policy_that_cannot_play_is_skipped_with_its_reason(cells):
