@@ -345,3 +345,98 @@ def test_only_the_cli_imports_matplotlib_free_code_paths():
         if "import matplotlib" in text or "from matplotlib" in text:
             users.append(module_name(path, ROOT))
     assert users and all(u.startswith("bayesrank.studies.") for u in users), users
+
+
+#: Methods that are part of a protocol (a posterior model's ``check_rewards`` and
+#: ``check_positions``, a noise family's ``check_link``): other code calls them by name
+#: (``getattr(model, "check_rewards")``), so user classes define them too.
+PROTOCOL_CHECKS = frozenset({"check_rewards", "check_positions", "check_link"})
+#: Public functions of the documented API (docs/api/*.rst) named before the rule; they
+#: check a whole object of their module (a log Dataset, a study config) with
+#: ``bayesrank._validate``'s primitives.
+PUBLIC_CHECKS = frozenset({"bayesrank.ope.log.check_log",
+                           "bayesrank.studies.ope.click.check_click_cfg"})
+#: Modules another session is editing now; each is to be routed through _validate
+#: when that edit lands (the list may only shrink).
+PENDING = frozenset({"bayesrank.simulation.simulate"})
+_BOOL_TYPES = {"bool", "bool_"}  # bool, np.bool_, numpy.bool_
+
+
+def _is_bool_type(node) -> bool:
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    return name in _BOOL_TYPES
+
+
+def scattered_checks(pkg_dir: Path, top: str = "bayesrank") -> list[str]:
+    """``module:line what`` for each argument check outside ``bayesrank._validate``:
+
+    * an inline bool test, ``isinstance(x, bool)`` or ``isinstance(x, (bool,
+      np.bool_))`` (the bool-or-int test ``isinstance(n, bool) or not isinstance(n,
+      int)`` and the flag test alike: ``check_int``/``check_bool``/``is_integer``/
+      ``is_bool`` say it once);
+    * a function named ``check_*`` or ``_check*`` (module level or a method), except
+      the protocol methods and the public functions named above.
+    """
+    out = []
+    for path in sorted(pkg_dir.rglob("*.py")):
+        me = module_name(path, pkg_dir.parent)
+        if me == f"{top}._validate" or me.startswith(f"{top}._validate.") or me in PENDING:
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "isinstance" and len(node.args) == 2):
+                kinds = node.args[1]
+                kinds = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+                if kinds and all(_is_bool_type(k) for k in kinds):
+                    out.append(f"{me}:{node.lineno} inline bool test")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not (node.name.startswith("check_") or node.name.startswith("_check")):
+                    continue
+                is_method = any(node in getattr(c, "body", ()) for c in ast.walk(tree)
+                                if isinstance(c, ast.ClassDef))
+                if is_method and node.name in PROTOCOL_CHECKS:
+                    continue
+                if f"{me}.{node.name}" in PUBLIC_CHECKS:
+                    continue
+                out.append(f"{me}:{node.lineno} def {node.name}")
+    return sorted(out, key=lambda s: (s.split(":")[0], int(s.split(":")[1].split()[0])))
+
+
+def test_every_argument_check_goes_through_validate():
+    """docs/design-choices.md: ``_validate`` is the one home of argument checks."""
+    assert scattered_checks(PKG) == []
+
+
+def test_the_check_rule_sees_what_it_forbids(tmp_path):
+    pkg = _write(tmp_path, {
+        "bayesrank/__init__.py": "",
+        "bayesrank/_validate.py": "def check_int(v, name):\n"
+                                  "    return isinstance(v, bool)\n",
+        "bayesrank/model/__init__.py": "",
+        "bayesrank/model/a.py": (
+            "import numpy as np\n"
+            "def f(L):\n"
+            "    if isinstance(L, bool) or not isinstance(L, int):\n"       # line 3
+            "        raise ValueError('L')\n"
+            "def g(x):\n"
+            "    return isinstance(x, (bool, np.bool_))\n"                  # line 6
+            "def check_L(L):\n"                                             # line 7
+            "    pass\n"
+            "class M:\n"
+            "    def check_rewards(self, y):\n"                             # protocol: ok
+            "        pass\n"
+            "    def _check_state(self):\n"                                 # line 12
+            "        pass\n"
+            "def h(v):\n"
+            "    return isinstance(v, (bool, int, float, str))\n"           # a type test
+        ),
+        "bayesrank/simulation/__init__.py": "",
+        "bayesrank/simulation/simulate.py": "def check_T(T):\n    pass\n",  # pending
+    })
+    assert scattered_checks(pkg) == [
+        "bayesrank.model.a:3 inline bool test",
+        "bayesrank.model.a:6 inline bool test",
+        "bayesrank.model.a:7 def check_L",
+        "bayesrank.model.a:12 def _check_state",
+    ]

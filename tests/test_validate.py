@@ -10,7 +10,18 @@ import numpy as np
 import pytest
 
 import bayesrank as br
-from bayesrank._validate import check_array, check_int, check_lists, check_real
+from bayesrank._validate import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_lists,
+    check_position,
+    check_probabilities,
+    check_real,
+    is_bool,
+    is_integer,
+)
 
 # ------------------------------------------------------------------------ check_int
 GOOD_INTS = [(3, {}, 3), (np.int64(4), {"low": 1}, 4), (0, {"low": 0}, 0),
@@ -95,18 +106,85 @@ def test_check_array_converts_and_checks_dimensions():
 
 
 @pytest.mark.parametrize("value, kwargs, exc, msg", [
-    (["a", "b"], {}, TypeError, "v: expected a real numeric array, got dtype <U1"),
-    ("ab", {}, TypeError, "v: expected a real numeric array, got str"),
-    ([1 + 1j], {}, TypeError, "v: expected a real numeric array"),
+    (["a", "b"], {}, TypeError, r"v: expected real numbers \(an int or float array\), "
+                                "got dtype <U1"),
+    ("ab", {}, TypeError, "v: expected real numbers .*, got str"),
+    ([1 + 1j], {}, TypeError, "v: expected real numbers"),
+    ([True, False], {}, TypeError, "v: expected real numbers .*, got dtype bool"),
+    ([[1.0], [2.0, 3.0]], {}, TypeError, "v: expected real numbers .*, got list"),
+    ([[1.0, 2.0]], {"shape": (None, 3)}, ValueError, r"v: expected shape \(n, 3\), "
+                                                      r"got \(1, 2\)"),
+    ([1.0, 2.0], {"shape": (1,)}, ValueError, r"v: expected shape \(1,\), got \(2,\)"),
     ([1.0, 2.0], {"ndim": 2}, ValueError, r"v: expected a 2-d array, got shape \(2,\)"),
     ([[1.0]], {"ndim": (0, 1)}, ValueError, "v: expected a 0-d or 1-d array"),
     ([1.0, np.inf], {}, ValueError, "v: expected finite values, found NaN or inf"),
     ([1.0, np.nan], {}, ValueError, "v: expected finite values, found NaN or inf"),
-    ([1.0, -np.inf], {"finite": False}, ValueError, "v: expected finite values, found inf"),
+    ([1.0, -np.inf], {"finite": False}, ValueError,
+     r"v: expected finite values or NaN \(not observed\), found inf"),
 ])
 def test_check_array_refuses(value, kwargs, exc, msg):
     with pytest.raises(exc, match=f"^{msg}"):
         check_array(value, "v", **kwargs)
+
+
+def test_check_array_shape_wildcards_and_unchecked_values():
+    assert check_array(np.ones((4, 3), int), "v", shape=(None, 3)).dtype == np.float64
+    got = check_array([np.inf, np.nan], "v", finite=None)  # the caller words its own
+    assert np.isinf(got[0]) and np.isnan(got[1])
+
+
+# ------------------------------------------------- flags, choices, positions, probs
+@pytest.mark.parametrize("value", [True, False, np.bool_(True)])
+def test_check_bool_takes_python_and_numpy_bools(value):
+    got = check_bool(value, "distinct")
+    assert type(got) is bool and got == bool(value)
+
+
+@pytest.mark.parametrize("value", [1, 0, None, "yes", np.float64(1.0), np.array([True])])
+def test_check_bool_refuses_what_only_looks_like_a_flag(value):
+    with pytest.raises(TypeError, match="^distinct: expected a bool, got "):
+        check_bool(value, "distinct")
+
+
+def test_the_predicates_tell_ints_from_bools():
+    # an independent reference: the type names
+    for v in (1, np.int32(2), -3, True, np.bool_(False), 2.0, "1", None):
+        name = type(v).__name__
+        assert is_integer(v) == (name in ("int", "int32")), v
+        assert is_bool(v) == (name in ("bool", "bool_")), v
+
+
+def test_check_choice():
+    assert check_choice("b", "link", ("a", "b")) == "b"
+    for bad in ("c", 1, None):
+        with pytest.raises(ValueError, match=r"^link: expected one of \('a', 'b'\), got "):
+            check_choice(bad, "link", ("a", "b"))
+
+
+@pytest.mark.parametrize("value, exc, msg", [
+    (3, ValueError, r"position: expected an int in \[0, 2\], got 3"),
+    (-1, ValueError, r"position: expected an int in \[0, 2\], got -1"),
+    (True, TypeError, r"position: expected an int in \[0, 2\], got bool"),
+    (1.0, TypeError, r"position: expected an int in \[0, 2\], got float"),
+])
+def test_check_position_refuses(value, exc, msg):
+    with pytest.raises(exc, match=f"^{msg}"):
+        check_position(value, 3)
+    assert [check_position(np.int64(p), 3) for p in range(3)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("value, kwargs, ok", [
+    ([0.5, 1.0], {}, True), ([0.0, 1.0], {}, False), ([0.0, 1.0], {"zero": True}, True),
+    ([0.5, 1.5], {"zero": True}, False), ([0.5, np.nan], {}, False),
+    ([-0.0], {"zero": True}, True),
+])
+def test_check_probabilities_ends(value, kwargs, ok):
+    # reference: the interval written out by hand
+    if ok:
+        assert check_probabilities(value, "p", **kwargs).tolist() == value
+    else:
+        with pytest.raises(ValueError, match=r"^p: expected probabilities in [\[(]0, 1\]"):
+            check_probabilities(value, "p", **kwargs)
 
 
 # ---------------------------------------------------------------------- check_lists
@@ -147,6 +225,26 @@ SURFACES = {
         lambda: next(__import__("bayesrank.ope.bootstrap", fromlist=["x"]).resample_counts(
             5, 0, seed=0)), ValueError, "n_boot: expected an integer >= 1"),
 }
+
+
+#: The one bool-array rule, seen from the layers that used to disagree (four converters
+#: took a bool array as 0/1 numbers in some modules and refused it in others).
+BOOL_ARRAYS = {
+    "RankTS(items)": lambda: br.RankTS(items=np.ones((3, 2), bool), L=2, w=np.zeros(2)),
+    "GaussianLinear(prior_mean)": lambda: br.GaussianLinear(prior_mean=np.ones(2, bool)),
+    "ope.list_ips(pi)": lambda: br.ope.list_ips(np.ones((2, 2)), np.ones(2, bool),
+                                                np.ones(2)),
+    "ope.as_log(v0)": lambda: br.ope.as_log(np.array([[0, 1]]), np.ones((1, 2)),
+                                            np.ones(2, bool), K=2),
+    "PBMUCB(examination)": lambda: br.PBMUCB(5, 2, np.ones(2, bool)),
+}
+
+
+@pytest.mark.parametrize("case", BOOL_ARRAYS)
+def test_a_bool_array_is_not_a_number_anywhere(case):
+    with pytest.raises(TypeError, match=r"expected real numbers \(an int or float array\), "
+                                        "got dtype bool"):
+        BOOL_ARRAYS[case]()
 
 
 @pytest.mark.parametrize("case", SURFACES)

@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesrank._validate import check_choice, check_int
+
 __all__ = [
     "CAMPAIGNS",
     "PositionClicks",
@@ -54,9 +56,8 @@ def _data_dir():
     return resources.files("bayesrank.datasets").joinpath("data", "obd")
 
 
-def _check(campaign, policy) -> None:
-    if not isinstance(campaign, str) or campaign not in CAMPAIGNS:
-        raise ValueError(f"campaign: expected one of {CAMPAIGNS}, got {campaign!r}")
+def _refuse_unknown(campaign, policy) -> None:
+    check_choice(campaign, "campaign", CAMPAIGNS)
     if not isinstance(policy, str) or policy not in POLICIES:
         raise ValueError(
             f"policy: expected one of {POLICIES} (only the uniform-random log's files "
@@ -140,13 +141,12 @@ def obd_items(campaign: str = "all", *, policy: str = "random", d=None) -> np.nd
         >>> V.shape, br.datasets.obd_item_ids("all")[:3]
         ((80, 41), array([0, 1, 2]))
     """
-    _check(campaign, policy)
+    _refuse_unknown(campaign, policy)
     X, _ = _encoded(campaign, policy)
     if d is None:
         return X.copy()
     K, D = X.shape
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-        raise ValueError(f"d: expected None or an integer, got {d!r}")
+    d = check_int(d, "d")
     if not 1 <= d <= min(K, D):
         raise ValueError(
             f"d: expected an integer in [1, {min(K, D)}] for campaign {campaign!r}, "
@@ -164,7 +164,7 @@ def obd_item_ids(campaign: str = "all", *, policy: str = "random") -> np.ndarray
         >>> len(ids) == len(br.datasets.obd_items("men")), ids[:3].tolist()
         (True, [0, 1, 2])
     """
-    _check(campaign, policy)
+    _refuse_unknown(campaign, policy)
     return np.array([int(r["item_id"]) for r in _context(campaign, policy)])
 
 
@@ -180,7 +180,7 @@ def obd_feature_names(campaign: str = "all", *, policy: str = "random") -> list[
         >>> names[0].split("=")[0]
         'item_feature_1'
     """
-    _check(campaign, policy)
+    _refuse_unknown(campaign, policy)
     return list(_encoded(campaign, policy)[1])
 
 
@@ -228,7 +228,7 @@ def obd_position_clicks(campaign: str = "all", *, policy: str = "random"):
         >>> pc.impressions.tolist(), pc.clicks.tolist()
         ([3322, 3412, 3266], [13, 14, 11])
     """
-    _check(campaign, policy)
+    _refuse_unknown(campaign, policy)
     entry = obd_log_summary()["campaigns"][campaign]
     return PositionClicks(
         np.asarray(entry["impressions"], dtype=int), np.asarray(entry["clicks"], int)

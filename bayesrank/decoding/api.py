@@ -5,7 +5,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from bayesrank.decoding.checks import apply_mask, as_float, check_inputs, is_tracer
+from bayesrank._validate import check_int, is_tracer
+from bayesrank.decoding.checks import apply_mask, as_float, refuse_bad_inputs
 from bayesrank.decoding.dense import dp_decode, dp_host
 from bayesrank.decoding.search import search_decode
 
@@ -42,11 +43,9 @@ def best_list(
         >>> items.tolist(), float(value)
         ([1, 0], 4.0)
     """
-    check_inputs(first, pairs, mask, distinct)
-    if top_k is not None and (
-        isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1
-    ):
-        raise ValueError(f"top_k: expected a positive integer, got {top_k!r}")
+    refuse_bad_inputs(first, pairs, mask, distinct)
+    if top_k is not None:
+        top_k = check_int(top_k, "top_k", low=1)
     first, pairs = as_float(first), as_float(pairs)
     if mask is not None:
         first, pairs = apply_mask(first, pairs, mask)

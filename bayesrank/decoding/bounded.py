@@ -80,11 +80,11 @@ from bayesrank.decoding.monotone import (
     backward_chain,
     backward_in_jit,
     chain_decode,
-    check_scale_inputs,
     front_step,
     np_link,
     resolve_step_links,
     search_with_rows,
+    valid_scale_inputs,
 )
 from bayesrank.model.links import Link
 
@@ -309,9 +309,9 @@ def ucb_decode(first, A, B, Ua, Ub, c, links, *, mask=None, distinct: bool = Fal
         ValueError/TypeError: bad shapes or links, non-finite inputs, a negative c, a
         bad mask.
     """
-    K, L = check_scale_inputs(first, A, B, mask, distinct)
+    K, L = valid_scale_inputs(first, A, B, mask, distinct)
     q = np.shape(Ua)[1] if np.ndim(Ua) == 3 else -1
-    check_scale_inputs(
+    valid_scale_inputs(
         first, A, B, mask, distinct,
         arrays=(("Ua", Ua, (L - 1, q, K)), ("Ub", Ub, (L - 1, q, K)), ("c", c, (L - 1,))),
     )

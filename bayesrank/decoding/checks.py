@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["apply_mask", "as_float", "check_inputs", "check_shapes", "check_values", "is_tracer"]
+__all__ = ["apply_mask", "as_float", "is_tracer", "refuse_bad_inputs", "refuse_bad_scores", "valid_shapes"]
 
 
 def as_float(x):
@@ -34,7 +34,7 @@ def is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def check_values(arr, name: str) -> None:
+def refuse_bad_scores(arr, name: str) -> None:
     """Real scores, finite or -inf; skipped for traced arrays."""
     if is_tracer(arr):
         return
@@ -48,7 +48,7 @@ def check_values(arr, name: str) -> None:
         )
 
 
-def check_shapes(first_shape, pairs_shape, mask, distinct, *, pairs_name="pairs"):
+def valid_shapes(first_shape, pairs_shape, mask, distinct, *, pairs_name="pairs"):
     """Shape checks (valid for traced arrays too); returns (K, L)."""
     if len(first_shape) != 1 or first_shape[0] < 1:
         raise ValueError(
@@ -78,10 +78,10 @@ def check_shapes(first_shape, pairs_shape, mask, distinct, *, pairs_name="pairs"
     return K, L
 
 
-def check_inputs(first, pairs, mask, distinct):
-    _, L = check_shapes(np.shape(first), np.shape(pairs), mask, distinct)
-    check_values(first, "first")
-    check_values(pairs, "pairs")
+def refuse_bad_inputs(first, pairs, mask, distinct):
+    _, L = valid_shapes(np.shape(first), np.shape(pairs), mask, distinct)
+    refuse_bad_scores(first, "first")
+    refuse_bad_scores(pairs, "pairs")
     if mask is not None and not is_tracer(mask):
         avail = int(np.asarray(mask).sum())
         if avail == 0:

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.decoding.checks import apply_mask, as_float, check_shapes
+from bayesrank.decoding.checks import apply_mask, as_float, valid_shapes
 from bayesrank.decoding.search import host_search, search_decode
 
 __all__ = ["decode_in_jit", "dp_decode", "dp_host", "max_argmax"]
@@ -103,7 +103,7 @@ def decode_in_jit(first, pairs, *, distinct: bool = False, mask=None):
     Returns:
         items: (L,) int32; value: scalar of the scores' floating dtype.
     """
-    _, L = check_shapes(np.shape(first), np.shape(pairs), mask, distinct)
+    _, L = valid_shapes(np.shape(first), np.shape(pairs), mask, distinct)
     first, pairs = as_float(first), as_float(pairs)
     if mask is not None:
         first, pairs = apply_mask(first, pairs, mask)

@@ -37,7 +37,7 @@ import itertools
 import networkx as nx
 import numpy as np
 
-from bayesrank.decoding.checks import check_inputs as _check_inputs
+from bayesrank.decoding.checks import refuse_bad_inputs as _check_inputs
 
 __all__ = [
     "SHIFTED",

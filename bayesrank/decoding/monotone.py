@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import special
 
-from bayesrank.decoding.checks import as_float, check_shapes
+from bayesrank.decoding.checks import as_float, valid_shapes
 from bayesrank.decoding.search import _astar
 from bayesrank.model.links import Link, get_link
 
@@ -64,15 +64,15 @@ __all__ = [
     "MonotoneInfo",
     "backward_chain",
     "backward_in_jit",
-    "check_scale_inputs",
     "exp_step",
     "front_step",
     "monotone_backward",
-    "monotone_decode",
     "monotone_backward_in_jit",
+    "monotone_decode",
     "np_link",
     "pareto_front",
     "resolve_step_links",
+    "valid_scale_inputs",
 ]
 
 #: Entries of one (rows, K) block in a front scan (memory ~ 8 bytes each, twice).
@@ -333,12 +333,12 @@ def _step(V, A, B, link: Link, cols):
 
 
 # ------------------------------------------------------------------------ decode
-def check_scale_inputs(first, A, B, mask, distinct, *, arrays=()):
+def valid_scale_inputs(first, A, B, mask, distinct, *, arrays=()):
     """Shape checks shared by the fast decoders; returns (K, L).
 
     ``arrays`` lists extra ``(name, array, expected_shape)`` triples.
     """
-    K, L = check_shapes(np.shape(first), np.shape(A), mask, distinct,
+    K, L = valid_shapes(np.shape(first), np.shape(A), mask, distinct,
                                 pairs_name="A")
     if tuple(np.shape(B)) != tuple(np.shape(A)):
         raise ValueError(
@@ -522,7 +522,7 @@ def monotone_decode(first, A, B, links, *, mask=None, distinct: bool = False):
         >>> items.tolist(), round(value, 4)
         ([1, 0], 21.0855)
     """
-    K, L = check_scale_inputs(first, A, B, mask, distinct)
+    K, L = valid_scale_inputs(first, A, B, mask, distinct)
     first, A, B = _host_values((("first", first), ("A", A), ("B", B)))
     A, B = A.reshape(L - 1, K), B.reshape(L - 1, K)
     lks = resolve_step_links(links, L)

@@ -67,6 +67,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._validate import check_array
 from bayesrank.decoding.checks import as_float
 from bayesrank.decoding.monotone import backward_in_jit
 from bayesrank.decoding.prefix import ucb_backward_prefix
@@ -128,12 +129,10 @@ def default_threads() -> int:
     return max(1, min(8, n))
 
 
-def _check(A, B, Ua, Ub, c, mask):
+def _as_native_args(A, B, Ua, Ub, c, mask):
     """The arguments as C-contiguous arrays of one float dtype, shapes checked."""
-    A, B, Ua, Ub, c = (np.asarray(x) for x in (A, B, Ua, Ub, c))
-    for name, x in zip(("A", "B", "Ua", "Ub", "c"), (A, B, Ua, Ub, c)):
-        if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
-            raise TypeError(f"{name}: expected real numbers, got dtype {x.dtype}")
+    A, B, Ua, Ub, c = (check_array(x, name, finite=None, dtype=None)
+                       for name, x in zip(("A", "B", "Ua", "Ub", "c"), (A, B, Ua, Ub, c)))
     if A.ndim != 2 or A.shape[0] < 1 or A.shape[1] < 1:
         raise ValueError(f"A: expected shape (L-1, K) with L >= 2, K >= 1, got {A.shape}")
     Lm1, K = A.shape
@@ -179,7 +178,7 @@ def ucb_backward_native(A, B, Ua, Ub, c, mask, *, threads: int | None = None):
         raise RuntimeError(
             "bayesrank.decoding._prefix_scan is not built (no C compiler at install time?): "
             "use bayesrank.decoding.prefix.ucb_backward_prefix")
-    A, B, Ua, Ub, c, mask = _check(A, B, Ua, Ub, c, mask)
+    A, B, Ua, Ub, c, mask = _as_native_args(A, B, Ua, Ub, c, mask)
     threads = default_threads() if threads is None else int(threads)
     if not 1 <= threads <= 64:
         raise ValueError(f"threads: expected 1 to 64, got {threads}")

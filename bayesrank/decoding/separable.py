@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.decoding.checks import as_float, check_shapes
+from bayesrank.decoding.checks import as_float, valid_shapes
 from bayesrank.decoding.dense import max_argmax
 from bayesrank.decoding.search import host_search, separable_search_decode
 
@@ -61,7 +61,7 @@ def separable_in_jit(first, A, B, *, distinct: bool = False, mask=None):
         items: (L,) int32; value: scalar (items -1 and value -inf if no distinct list
         has a finite score).
     """
-    _, L = check_shapes(np.shape(first), np.shape(A), mask, distinct, pairs_name="A")
+    _, L = valid_shapes(np.shape(first), np.shape(A), mask, distinct, pairs_name="A")
     if tuple(np.shape(B)) != tuple(np.shape(A)):
         raise ValueError(
             f"B: expected the shape of A, {tuple(np.shape(A))}, got {tuple(np.shape(B))}"

@@ -7,13 +7,13 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.decoding.checks import as_float, check_values
+from bayesrank.decoding.checks import as_float, refuse_bad_scores
 from bayesrank.decoding.dense import max_argmax
 
-__all__ = ["check_window_scores", "window_decode"]
+__all__ = ["valid_window_scores", "window_decode"]
 
 
-def check_window_scores(scores) -> tuple[int, int]:
+def valid_window_scores(scores) -> tuple[int, int]:
     """Check the layout of window scores and return ``(K, S)``.
 
     ``scores[l]`` (0-based position l) must have ``min(l, S-1) + 1`` axes of length K,
@@ -46,7 +46,7 @@ def check_window_scores(scores) -> tuple[int, int]:
                 f"of length K={K}, window S={S}), got {sh}"
             )
     for l, s in enumerate(scores):
-        check_values(s, f"scores[{l}]")
+        refuse_bad_scores(s, f"scores[{l}]")
     return K, S
 
 
@@ -64,7 +64,7 @@ def window_decode(scores, *, mask=None):
     Returns:
         items: (L,) int32 array; value: scalar.
     """
-    _, S = check_window_scores(scores)
+    _, S = valid_window_scores(scores)
     scores = [as_float(s) for s in scores]
     if mask is not None:
         m = jnp.asarray(mask, bool)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank._validate import check_int
+
 __all__ = ["cascade_rewards"]
 
 
@@ -35,8 +37,7 @@ def cascade_rewards(first_click, L: int) -> np.ndarray:
         >>> br.cascade_rewards(np.array([1, -1]), L=3).tolist()
         [[0.0, 1.0, nan], [0.0, 0.0, 0.0]]
     """
-    if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
-        raise ValueError(f"L: expected a positive integer, got {L!r}")
+    L = check_int(L, "L", low=1)
     c = np.asarray(first_click)
     if c.dtype == bool or not np.issubdtype(c.dtype, np.integer):
         raise TypeError(

@@ -34,7 +34,7 @@ def _float_mean(mean):
     return mean
 
 
-def _check_scale(value, name: str, *, allow_zero: bool = True) -> float:
+def _valid_scale(value, name: str, *, allow_zero: bool = True) -> float:
     return check_real(value, name, low=0, inclusive="both" if allow_zero else "neither")
 
 
@@ -93,7 +93,7 @@ class Gaussian(Noise):
     name = "gaussian"
 
     def __post_init__(self):
-        object.__setattr__(self, "sd", _check_scale(self.sd, "Gaussian.sd"))
+        object.__setattr__(self, "sd", _valid_scale(self.sd, "Gaussian.sd"))
 
     def sample(self, key, mean):
         mean = _float_mean(mean)
@@ -120,8 +120,8 @@ class Laplace(Noise):
     name = "laplace"
 
     def __post_init__(self):
-        object.__setattr__(self, "eps", _check_scale(self.eps, "Laplace.eps"))
-        object.__setattr__(self, "sd", _check_scale(self.sd, "Laplace.sd"))
+        object.__setattr__(self, "eps", _valid_scale(self.eps, "Laplace.eps"))
+        object.__setattr__(self, "sd", _valid_scale(self.sd, "Laplace.sd"))
 
     def sample(self, key, mean):
         mean = _float_mean(mean)

@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesrank._validate import check_array
+
 #: The optional propensity variables and their dims.
 PSCORE_VARS = {
     "pscore_list": ("round",),
@@ -40,7 +42,7 @@ def normal_estimate(est: float, contrib: np.ndarray) -> Estimate:
     return Estimate(float(est), se, est - Z95 * se, est + Z95 * se)
 
 
-def check_items(items, d: int, K: int | None = None, n_used: int = 0) -> np.ndarray:
+def valid_items(items, d: int, K: int | None = None, n_used: int = 0) -> np.ndarray:
     """Item vectors (K, d) as a float array, or a ValueError/TypeError naming ``items``.
 
     Args:
@@ -49,10 +51,7 @@ def check_items(items, d: int, K: int | None = None, n_used: int = 0) -> np.ndar
         K: the number of items when known (the rows must match).
         n_used: the largest item index used plus one (the rows must cover it).
     """
-    arr = np.asarray(items)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"items: expected a real numeric (K, d) array, got dtype {arr.dtype}")
-    arr = arr.astype(float)
+    arr = check_array(items, "items", finite=None)
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] != d:
         raise ValueError(f"items: expected shape (K, {d}) (d as v0), got {arr.shape}")
     if not np.isfinite(arr).all():
@@ -67,13 +66,13 @@ def check_items(items, d: int, K: int | None = None, n_used: int = 0) -> np.ndar
 
 
 # ------------------------------------------------ the propensities' invariants
-#: The relative tolerance of :func:`check_pscore_invariants` (float64 propensities):
+#: The relative tolerance of :func:`refuse_pscore_contradictions` (float64 propensities):
 #: the invariants hold exactly in exact arithmetic, within rounding in a logger's.
 PSCORE_RTOL = 1e-6
 
 
 def pscore_tolerance(dtypes, L: int) -> tuple[float, float]:
-    """``(rtol, atol)`` of :func:`check_pscore_invariants` for propensities given in
+    """``(rtol, atol)`` of :func:`refuse_pscore_contradictions` for propensities given in
     ``dtypes`` on lists of ``L`` positions: rtol :data:`PSCORE_RTOL`, or 4 L
     machine epsilons of the coarsest float dtype when larger (a float32 logger's
     products over a long list); atol the smallest normal number of that dtype."""
@@ -88,7 +87,7 @@ def _first(bad: np.ndarray) -> tuple[int, ...]:
     return tuple(int(j) for j in np.argwhere(bad)[0])
 
 
-def check_pscore_invariants(ps: dict, rtol: float = PSCORE_RTOL, atol: float = 0.0, *,
+def refuse_pscore_contradictions(ps: dict, rtol: float = PSCORE_RTOL, atol: float = 0.0, *,
                             name=str, row=lambda i: f"round {i}") -> None:
     """Raise a ValueError unless the propensities obey what every logger's do.
 

@@ -28,7 +28,7 @@ def _v0_columns(names) -> list[str]:
     return v0
 
 
-def _check_names(names) -> list[str]:
+def _valid_names(names) -> list[str]:
     """The v0 columns; raises on duplicated, missing or unknown columns."""
     seen = set()
     for c in names:
@@ -105,7 +105,7 @@ def columns_to_arrays(columns) -> dict:
         [[0, 2]]
     """
     names = [c for c, _ in columns]
-    v0_cols = _check_names(names)
+    v0_cols = _valid_names(names)
     col = {c: np.asarray(a) for c, a in columns}
     for c, a in col.items():
         if a.ndim != 1:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesrank._validate import check_real
-from bayesrank.ope._common import Z95, Estimate, check_items
+from bayesrank.ope._common import Z95, Estimate, valid_items
 
 __all__ = ["RewardModel", "dm", "fit_reward_model"]
 
@@ -276,7 +276,7 @@ def _prepare(lists, rewards, v0, items):
     v0s = np.broadcast_to(v0, (n, v0.shape[-1]))
     if lists.min() < 0:
         raise ValueError(f"lists: item indices must be >= 0, got min {lists.min()}")
-    items = check_items(items, v0s.shape[1], None, int(lists.max()) + 1)
+    items = valid_items(items, v0s.shape[1], None, int(lists.max()) + 1)
     return lists, r, v0s, items
 
 

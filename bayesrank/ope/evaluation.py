@@ -15,23 +15,29 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from bayesrank._validate import check_int, check_real, check_seed
+from bayesrank._validate import (
+    check_array,
+    check_bool,
+    check_int,
+    check_real,
+    check_seed,
+)
 from bayesrank.ope.bootstrap import percentile_interval, resample_counts
-from bayesrank.ope.ips import _check_flag, _check_probs, _real
+from bayesrank.ope.ips import _valid_probs
 from bayesrank.ope.log import check_log
 from bayesrank.ope.protocol import EVENTS, PSCORE_OF, EstimatorInputs
 from bayesrank.ope.registry import (
     CI_METHODS,
     DEFAULT_ESTIMATORS,
     ESTIMATORS,
-    _check_estimators,
+    _as_estimators,
 )
 from bayesrank.ope.reward_model import _context_of, _items_for, fit_inputs_model
 from bayesrank.ope.target import (
     TargetProbabilities,
-    check_log_in_target_catalogue,
-    check_target_items,
     n_batches_of,
+    refuse_foreign_items,
+    refuse_log_outside_target,
     target_probabilities,
 )
 
@@ -68,12 +74,12 @@ def _given_probabilities(target, log) -> dict:
     n, L = log["lists"].shape
     out = {}
     for ev, v in given.items():
-        a = _real(v, f"target.{ev}")
+        a = check_array(v, f"target.{ev}", finite=None)
         shape = (n,) if ev == "list" else (n, L)
         if a.shape != shape:
             raise ValueError(f"target.{ev}: expected shape {shape} (the log's rounds), "
                              f"got {a.shape}")
-        out[ev] = _check_probs(a, f"target.{ev}", pscore=False)
+        out[ev] = _valid_probs(a, f"target.{ev}", pscore=False)
     return out
 
 
@@ -166,7 +172,7 @@ def evaluate(
         )
     kind = _target_kind(target)
     if kind == "policy":  # before the item vectors of dm, which may be the target's
-        check_log_in_target_catalogue(log, target)
+        refuse_log_outside_target(log, target)
     given = _given_probabilities(target, log) if kind == "probabilities" else None
     if given is not None and estimators is DEFAULT_ESTIMATORS:
         estimators = tuple(k for k in DEFAULT_ESTIMATORS
@@ -175,8 +181,8 @@ def evaluate(
         if not estimators:
             raise ValueError(f"target: the given probabilities ({sorted(given)}) allow none "
                              "of the default estimators; name them in estimators=")
-    ests = _check_estimators(estimators, log)
-    self_normalised = _check_flag(self_normalised, "self_normalised")
+    ests = _as_estimators(estimators, log)
+    self_normalised = check_bool(self_normalised, "self_normalised")
     if not isinstance(ci, str) or ci not in CI_METHODS:
         raise ValueError(f"ci: expected one of {list(CI_METHODS)}, got {ci!r}")
     n_boot = check_int(n_boot, "n_boot", low=1)
@@ -208,7 +214,7 @@ def evaluate(
             return_draws=True,
         )
         if needs_model:  # the item vectors' rows are the catalogue when the log has no K
-            check_target_items(draws.lists, items.shape[0])
+            refuse_foreign_items(draws.lists, items.shape[0])
         B = n_batches_of(draws, n_batches)
         model = fit_inputs_model(log["lists"].values, rewards, log["v0"].values, draws,
                                  items, ridge, B, context) if needs_model else None

@@ -32,22 +32,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank._validate import check_array, check_bool
 from bayesrank.ope._common import Estimate, normal_estimate
 
 __all__ = ["cascade_ips", "list_ips", "pair_dr", "pair_ips", "position_ips"]
 
 
-def _real(x, label: str) -> np.ndarray:
-    """x as a float array, or a TypeError naming ``label``."""
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{label}: expected a real numeric array, got dtype {arr.dtype}")
-    return arr.astype(float)
-
-
-def _check_rewards(rewards) -> np.ndarray:
+def _valid_rewards(rewards) -> np.ndarray:
     """(n, L) float rewards: finite, or NaN (not observed)."""
-    r = _real(rewards, "rewards")
+    r = check_array(rewards, "rewards", finite=None, clicks=True)
     if r.ndim != 2:
         raise ValueError(f"rewards: expected shape (n, L), got {r.shape}")
     if np.isinf(r).any():
@@ -59,7 +52,7 @@ def _check_rewards(rewards) -> np.ndarray:
     return r
 
 
-def _check_probs(a, label: str, *, pscore: bool) -> np.ndarray:
+def _valid_probs(a, label: str, *, pscore: bool) -> np.ndarray:
     """Probabilities: the logger's (pscore) in (0, 1], the target's in [0, 1]."""
     lo_ok = a > 0 if pscore else a >= 0
     if not (lo_ok & (a <= 1)).all():  # NaN fails both
@@ -70,21 +63,15 @@ def _check_probs(a, label: str, *, pscore: bool) -> np.ndarray:
     return a
 
 
-def _check_flag(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: expected a bool, got {type(value).__name__} ({value!r})")
-    return bool(value)
-
-
 def _arrays(rewards, pi, pscore, name: str):
-    r = _check_rewards(rewards)
-    pi = _real(pi, f"pi_{name}")
-    ps = _real(pscore, f"pscore_{name}")
+    r = _valid_rewards(rewards)
+    pi = check_array(pi, f"pi_{name}", finite=None)
+    ps = check_array(pscore, f"pscore_{name}", finite=None)
     for label, a in ((f"pi_{name}", pi), (f"pscore_{name}", ps)):
         if a.shape != r.shape:
             raise ValueError(f"{label}: expected shape {r.shape} (as rewards), got {a.shape}")
-    _check_probs(pi, f"pi_{name}", pscore=False)
-    _check_probs(ps, f"pscore_{name}", pscore=True)
+    _valid_probs(pi, f"pi_{name}", pscore=False)
+    _valid_probs(ps, f"pscore_{name}", pscore=True)
     return r, pi / ps
 
 
@@ -92,7 +79,7 @@ def _ips(rewards: np.ndarray, weights: np.ndarray, self_normalised: bool) -> Est
     """IPS over positions: sum_l mean_i(w_il r_il) (or / mean_i w_il when
     self-normalised), stderr from the per-round contributions (delta method for
     the self-normalised one)."""
-    self_normalised = _check_flag(self_normalised, "self_normalised")
+    self_normalised = check_bool(self_normalised, "self_normalised")
     r = np.nan_to_num(rewards, nan=0.0)
     wr = weights * r
     if self_normalised:
@@ -141,9 +128,9 @@ def list_ips(rewards, pi_list, pscore_list, *, self_normalised=False) -> Estimat
         >>> list_ips(rewards, np.array([1.0, 0.0]), np.array([0.5, 0.5])).estimate
         1.0
     """
-    r = _check_rewards(rewards)
-    pi = _real(pi_list, "pi_list")
-    ps = _real(pscore_list, "pscore_list")
+    r = _valid_rewards(rewards)
+    pi = check_array(pi_list, "pi_list", finite=None)
+    ps = check_array(pscore_list, "pscore_list", finite=None)
     if pi.shape != r.shape[:1] or ps.shape != r.shape[:1]:
         raise ValueError(
             f"pi_list, pscore_list: expected shape ({r.shape[0]},) with rewards (n, L), "
@@ -228,7 +215,7 @@ def pair_ips(rewards, pi_pair, pscore_pair, *, self_normalised=False) -> Estimat
 def _dr_terms(rewards, pi_pair, pscore_pair, q_logged, q_target):
     r, w = _arrays(rewards, pi_pair, pscore_pair, "pair")
     for label, q in (("q_logged", q_logged), ("q_target", q_target)):
-        q = _real(q, label)
+        q = check_array(q, label, finite=None)
         if q.shape != r.shape:
             raise ValueError(f"{label}: expected shape {r.shape} (as rewards), got {q.shape}")
         if not np.isfinite(q).all():
@@ -280,7 +267,7 @@ def pair_dr(rewards, pi_pair, pscore_pair, *, q_logged, q_target,
         >>> pair_dr(r, pi, ps, q_logged=q, q_target=q).estimate
         2.0
     """
-    self_normalised = _check_flag(self_normalised, "self_normalised")
+    self_normalised = check_bool(self_normalised, "self_normalised")
     qt, w, e = _dr_terms(rewards, pi_pair, pscore_pair, q_logged, q_target)
     if self_normalised:
         mw = w.mean(axis=0)

@@ -5,17 +5,17 @@ See :mod:`bayesrank.ope` for the format itself.
 
 from __future__ import annotations
 
-import numbers
 import sys
 
 import numpy as np
 import xarray as xr
 
+from bayesrank._validate import check_array, check_int
 from bayesrank.ope._common import (
     PSCORE_VARS,
-    check_items,
-    check_pscore_invariants,
     pscore_tolerance,
+    refuse_pscore_contradictions,
+    valid_items,
 )
 from bayesrank.ope._long import columns_to_arrays
 
@@ -23,22 +23,13 @@ __all__ = ["PSCORE_VARS", "as_log", "check_log"]
 
 
 
-def _numeric(x, name: str) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name}: expected a real numeric array, got dtype {arr.dtype}")
-    return arr.astype(float)
-
-
-def _check_K(K) -> int | None:
+def _valid_K(K) -> int | None:
     if K is None:
         return None
-    if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 1:
-        raise ValueError(f"K: expected a positive integer, got {K!r}")
-    return int(K)
+    return check_int(K, "K", low=1)
 
 
-def _check_lists(lists, K) -> np.ndarray:
+def _valid_lists(lists, K) -> np.ndarray:
     arr = np.asarray(lists)
     if arr.ndim != 2:
         raise ValueError(f"lists: expected shape (round, position), got {arr.shape}")
@@ -55,8 +46,8 @@ def _check_lists(lists, K) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _check_rewards(rewards, shape) -> np.ndarray:
-    arr = _numeric(rewards, "rewards")
+def _valid_rewards(rewards, shape) -> np.ndarray:
+    arr = check_array(rewards, "rewards", finite=None, clicks=True)
     if arr.shape != shape:
         raise ValueError(f"rewards: expected shape {shape} (as lists), got {arr.shape}")
     if np.isinf(arr).any():
@@ -64,8 +55,8 @@ def _check_rewards(rewards, shape) -> np.ndarray:
     return arr
 
 
-def _check_v0(v0, n: int) -> np.ndarray:
-    arr = _numeric(v0, "v0")
+def _valid_v0(v0, n: int) -> np.ndarray:
+    arr = check_array(v0, "v0", finite=None)
     if arr.ndim == 1:
         arr = np.broadcast_to(arr, (n, arr.shape[0])).copy()
     if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 1:
@@ -75,8 +66,8 @@ def _check_v0(v0, n: int) -> np.ndarray:
     return arr
 
 
-def _check_pscore(p, name: str, shape) -> np.ndarray:
-    arr = _numeric(p, name)
+def _valid_pscore(p, name: str, shape) -> np.ndarray:
+    arr = check_array(p, name, finite=None)
     if arr.shape != shape:
         raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
     if np.isnan(arr).any():
@@ -235,17 +226,17 @@ def as_log(
     missing = [name for name, a in (("rewards", rewards), ("v0", v0)) if a is None]
     if missing:
         raise TypeError(f"{', '.join(missing)}: required when lists is an array")
-    K = _check_K(K)
-    lists_a = _check_lists(lists, K)
+    K = _valid_K(K)
+    lists_a = _valid_lists(lists, K)
     n, L = lists_a.shape
-    v0_a = _check_v0(v0, n)
+    v0_a = _valid_v0(v0, n)
     items_a = None
     if items is not None:
-        items_a = check_items(items, v0_a.shape[1], K, int(lists_a.max()) + 1)
+        items_a = valid_items(items, v0_a.shape[1], K, int(lists_a.max()) + 1)
         K = items_a.shape[0]
     data = {
         "lists": (("round", "position"), lists_a),
-        "rewards": (("round", "position"), _check_rewards(rewards, (n, L))),
+        "rewards": (("round", "position"), _valid_rewards(rewards, (n, L))),
         "v0": (("round", "dim"), v0_a),
     }
     given = {"pscore_list": pscore_list, "pscore_position": pscore_position,
@@ -257,9 +248,9 @@ def as_log(
         dims = PSCORE_VARS[name]
         shape = (n,) if len(dims) == 1 else (n, L)
         dtypes.append(np.asarray(p).dtype)
-        pscores[name] = _check_pscore(p, name, shape)
+        pscores[name] = _valid_pscore(p, name, shape)
         data[name] = (dims, pscores[name])
-    check_pscore_invariants(pscores, *pscore_tolerance(dtypes, L))
+    refuse_pscore_contradictions(pscores, *pscore_tolerance(dtypes, L))
     if items_a is not None:
         data["items"] = (("item", "dim"), items_a)
     ds = xr.Dataset(data)

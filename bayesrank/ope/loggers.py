@@ -29,7 +29,7 @@ from bayesrank.ope.log import as_log
 __all__ = ["EpsilonGreedyLogger", "SoftmaxLogger", "UniformLogger", "collect"]
 
 
-def _check_v0s(v0s, n: int | None = None) -> np.ndarray:
+def _valid_v0s(v0s, n: int | None = None) -> np.ndarray:
     """v0s as a finite (n, d) float array (n rows when ``n`` is given)."""
     arr = check_array(v0s, "v0s", ndim=2)
     if n is not None and arr.shape[0] != n:
@@ -37,7 +37,7 @@ def _check_v0s(v0s, n: int | None = None) -> np.ndarray:
     return arr
 
 
-def _check_shown(lists, K: int, L: int) -> np.ndarray:
+def _valid_shown(lists, K: int, L: int) -> np.ndarray:
     """The shown lists as an int (n, L) array of item indices in [0, K)."""
     arr = np.asarray(lists)
     if arr.ndim != 2:
@@ -84,15 +84,15 @@ class UniformLogger:
 
     def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
         """(n, L) int lists for the n requests with contexts v0s (n, d)."""
-        n = _check_v0s(v0s).shape[0]
+        n = _valid_v0s(v0s).shape[0]
         return rng.integers(0, self.K, size=(n, self.L))
 
     def propensities(self, lists, v0s=None) -> dict:
         """The exact pscore arrays of the shown lists (n, L) (items in [0, K));
         v0s (n, d), when given, is checked and otherwise unused."""
-        n = _check_shown(lists, self.K, self.L).shape[0]
+        n = _valid_shown(lists, self.K, self.L).shape[0]
         if v0s is not None:
-            _check_v0s(v0s, n)
+            _valid_v0s(v0s, n)
         return _uniform_pscores(n, self.K, self.L)
 
     def __repr__(self) -> str:
@@ -146,7 +146,7 @@ class EpsilonGreedyLogger:
 
     def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
         """(n, L) int lists for the n requests with contexts v0s (n, d)."""
-        base = self.base_lists(_check_v0s(v0s))
+        base = self.base_lists(_valid_v0s(v0s))
         explore = rng.random(base.shape[0]) < self.epsilon
         uniform = rng.integers(0, self.K, size=base.shape)
         return np.where(explore[:, None], uniform, base)
@@ -154,8 +154,8 @@ class EpsilonGreedyLogger:
     def propensities(self, lists, v0s) -> dict:
         """The exact pscore arrays of the shown lists (n, L) (items in [0, K)) in
         contexts v0s (n, d)."""
-        lists = _check_shown(lists, self.K, self.L)
-        base = self.base_lists(_check_v0s(v0s, lists.shape[0]))
+        lists = _valid_shown(lists, self.K, self.L)
+        base = self.base_lists(_valid_v0s(v0s, lists.shape[0]))
         eps, K = self.epsilon, self.K
         u = _uniform_pscores(lists.shape[0], K, self.L)
         same = lists == base
@@ -174,11 +174,8 @@ class EpsilonGreedyLogger:
         return f"EpsilonGreedyLogger(K={self.K}, L={self.L}, epsilon={self.epsilon})"
 
 
-def _check_scores(s, K, L, name: str) -> np.ndarray:
-    arr = np.asarray(s)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name}: expected a real (L, K) array, got dtype {arr.dtype}")
-    arr = arr.astype(float)
+def _valid_scores(s, K, L, name: str) -> np.ndarray:
+    arr = check_array(s, name, finite=None)
     want = (L, K) if K is not None else arr.shape
     if arr.ndim != 2 or arr.shape != want or arr.size == 0:
         raise ValueError(f"{name}: expected shape {want if K is not None else '(L, K)'}, "
@@ -225,7 +222,7 @@ class SoftmaxLogger:
                 raise ValueError("K, L: both are needed when scores is a callable")
             self.scores_fn, self.scores = scores, None
         else:
-            arr = _check_scores(scores, None, None, "scores")
+            arr = _valid_scores(scores, None, None, "scores")
             for name, given, got in (("L", L, arr.shape[0]), ("K", K, arr.shape[1])):
                 if given is not None and given != got:
                     raise ValueError(f"{name}: {given} does not match scores' shape {arr.shape}")
@@ -242,7 +239,7 @@ class SoftmaxLogger:
             inv = np.zeros(v0s.shape[0], np.int64)
         else:
             uniq, inv = np.unique(v0s, axis=0, return_inverse=True)
-            s = np.stack([_check_scores(self.scores_fn(u), self.K, self.L, "scores")
+            s = np.stack([_valid_scores(self.scores_fn(u), self.K, self.L, "scores")
                           for u in uniq])  # one call per distinct context
         z = s / self.temperature
         z = np.exp(z - z.max(axis=-1, keepdims=True))
@@ -250,7 +247,7 @@ class SoftmaxLogger:
 
     def sample(self, rng: np.random.Generator, v0s) -> np.ndarray:
         """(n, L) int lists for the n requests with contexts v0s (n, d)."""
-        p, inv = self.probabilities(_check_v0s(v0s))
+        p, inv = self.probabilities(_valid_v0s(v0s))
         cdf = np.cumsum(p, axis=-1)
         cdf[..., -1] = 1.0
         rows = np.arange(cdf.shape[0] * self.L).reshape(-1, self.L)  # (G, L) row ids
@@ -262,8 +259,8 @@ class SoftmaxLogger:
     def propensities(self, lists, v0s) -> dict:
         """The exact pscore arrays of the shown lists (n, L) (items in [0, K)) in
         contexts v0s (n, d)."""
-        lists = _check_shown(lists, self.K, self.L)
-        p, inv = self.probabilities(_check_v0s(v0s, lists.shape[0]))
+        lists = _valid_shown(lists, self.K, self.L)
+        p, inv = self.probabilities(_valid_v0s(v0s, lists.shape[0]))
         pos = p[inv[:, None], np.arange(self.L)[None, :], lists]  # (n, L)
         pair = pos.copy()
         pair[:, 1:] *= pos[:, :-1]

@@ -38,7 +38,7 @@ import numpy as np
 import xarray as xr
 
 from bayesrank._validate import check_int
-from bayesrank.ope._common import check_pscore_invariants, pscore_tolerance
+from bayesrank.ope._common import pscore_tolerance, refuse_pscore_contradictions
 from bayesrank.ope._long import grid_cells
 from bayesrank.ope.log import as_log, check_log
 
@@ -293,7 +293,7 @@ def from_obp(bandit_feedback) -> xr.Dataset:
             continue
         args[_PSCORES.get(k, k)] = g
     # as_log checks the same, naming its arguments: here the keys and the slate ids
-    check_pscore_invariants(
+    refuse_pscore_contradictions(
         args, *pscore_tolerance([np.asarray(bf[k]).dtype for k in pscores], L),
         name=lambda var: _key(_PSCORE_KEY[var]), row=lambda i: f"slate {ids[i]}")
     log = as_log(grid(action), grid(reward), v0, **args, K=K, items=items)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesrank._validate import is_integer
 from bayesrank.ope.frame import from_columns, to_columns
 
 __all__ = ["read_parquet", "to_parquet"]
@@ -141,13 +142,13 @@ def _meta(table, path) -> dict:
     if not isinstance(meta, dict):
         raise ValueError(f"{where}: expected a JSON object")  # noqa: TRY004 (a bad file)
     fmt = meta.get("format")
-    if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+    if not is_integer(fmt) or fmt < 1:
         raise ValueError(f"{where}: format must be an int >= 1, got {fmt!r}")
     if fmt > FORMAT:
         raise ValueError(f"{where}: written in format {fmt}; this version reads formats "
                          f"up to {FORMAT}: upgrade bayesrank")
     if fmt >= 2:
-        _check_content(table, meta, path, where)
+        _refuse_bad_content(table, meta, path, where)
     items = meta.get("items")
     if items is not None:
         try:
@@ -157,11 +158,11 @@ def _meta(table, path) -> dict:
     return meta
 
 
-def _check_content(table, meta: dict, path, where: str) -> None:
+def _refuse_bad_content(table, meta: dict, path, where: str) -> None:
     """Format 2: the columns, rounds and digest the metadata declares."""
     for key, low in (("rounds", 0), ("positions", 1)):
         v = meta.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        if not is_integer(v) or v < low:
             raise ValueError(f"{where}: {key} must be an int >= {low}, got {v!r}")
     cols = meta.get("columns")
     if not isinstance(cols, list) or not all(isinstance(c, str) for c in cols):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank._validate import is_bool
 from bayesrank.ope._common import Z95, Estimate
 from bayesrank.ope.direct import dm_bootstrap, dm_estimate
 from bayesrank.ope.ips import (
@@ -128,7 +129,7 @@ CI_METHODS = ("normal", "bootstrap")
 _ATTRS = ("name", "needs", "needs_reward_model", "estimate", "bootstrap")
 
 
-def _check_estimator_object(e) -> None:
+def _refuse_non_estimator(e) -> None:
     """Refuse an object that does not follow the :class:`Estimator` protocol."""
     for attr in _ATTRS:
         if not hasattr(e, attr):
@@ -145,7 +146,7 @@ def _check_estimator_object(e) -> None:
             f"estimators: {e.name!r} needs {needs!r}, expected a tuple of events from "
             f"{list(EVENTS)}"
         )
-    if not isinstance(e.needs_reward_model, (bool, np.bool_)):
+    if not is_bool(e.needs_reward_model):
         raise TypeError(f"estimators: {e.name!r} has needs_reward_model "
                         f"{e.needs_reward_model!r}, expected a bool")
     for attr in ("estimate", "bootstrap"):
@@ -153,7 +154,7 @@ def _check_estimator_object(e) -> None:
             raise TypeError(f"estimators: {e.name!r}.{attr} is not callable")
 
 
-def _check_estimators(estimators, log) -> list:
+def _as_estimators(estimators, log) -> list:
     """The estimators of a call as objects (names resolved through ESTIMATORS)."""
     if isinstance(estimators, (str, Estimator)):
         estimators = (estimators,)
@@ -176,7 +177,7 @@ def _check_estimators(estimators, log) -> list:
                 )
             e = ESTIMATORS[e]
         else:
-            _check_estimator_object(e)
+            _refuse_non_estimator(e)
         if e.name in seen:
             raise ValueError(f"estimators: {e.name!r} given twice (one row per estimator)")
         seen.add(e.name)

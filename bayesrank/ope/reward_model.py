@@ -22,9 +22,9 @@ import copy
 
 import numpy as np
 
-from bayesrank.ope._common import check_items
+from bayesrank._validate import check_array
+from bayesrank.ope._common import valid_items
 from bayesrank.ope.direct import design, q_logged, solve, target_features
-from bayesrank.ope.ips import _real
 from bayesrank.ope.target import TargetDraws
 
 __all__ = ["fit_inputs_model"]
@@ -43,7 +43,7 @@ def _items_for(log, target, items) -> np.ndarray:
                 "the log (as_log(..., items=)) or use a target with an .items attribute"
             )
     K = log.attrs.get("K")
-    return check_items(items, log.sizes["dim"], None if K is None else int(K),
+    return valid_items(items, log.sizes["dim"], None if K is None else int(K),
                        int(log["lists"].values.max()) + 1)
 
 
@@ -101,7 +101,7 @@ def _context_of(log):
     da = log["context"]
     if da.ndim != 2 or da.dims[0] != "round":
         raise ValueError(f"context: expected dims ('round', context_dim), got {da.dims}")
-    a = _real(da.values, "context")
+    a = check_array(da.values, "context", finite=None)
     if not np.isfinite(a).all():
         raise ValueError("context: expected finite values, found NaN or inf")
     return a

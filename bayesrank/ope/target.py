@@ -8,14 +8,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesrank._validate import check_int
+from bayesrank._validate import check_int, is_bool, is_integer
 
 __all__ = [
     "TargetDraws",
     "TargetProbabilities",
-    "check_log_in_target_catalogue",
-    "check_target_items",
     "draw_target",
+    "refuse_foreign_items",
+    "refuse_log_outside_target",
     "target_probabilities",
     "true_value",
 ]
@@ -46,7 +46,7 @@ def catalogue_size(log) -> int | None:
     return None
 
 
-def check_target_items(lists, K: int | None, whose: str = "the log's") -> None:
+def refuse_foreign_items(lists, K: int | None, whose: str = "the log's") -> None:
     """Raise a ValueError naming ``target`` unless its lists hold item indices in
     [0, K) (K None: only >= 0), K the size of ``whose`` catalogue."""
     lists = np.asarray(lists)
@@ -65,12 +65,12 @@ def check_target_items(lists, K: int | None, whose: str = "the log's") -> None:
 def _target_K(target) -> int | None:
     """The K a target says it ranks (a bayesrank policy's), else None."""
     tK = getattr(target, "K", None)
-    if isinstance(tK, (int, np.integer)) and not isinstance(tK, bool):
+    if is_integer(tK):
         return int(tK)
     return None
 
 
-def _check_target_K(target, K: int | None, whose: str = "the log's") -> None:
+def _refuse_other_K(target, K: int | None, whose: str = "the log's") -> None:
     """A target that says its K (a bayesrank policy) must share the log's."""
     tK = _target_K(target)
     if K is not None and tK is not None and tK != K:
@@ -79,7 +79,7 @@ def _check_target_K(target, K: int | None, whose: str = "the log's") -> None:
         )
 
 
-def check_log_in_target_catalogue(log, target) -> None:
+def refuse_log_outside_target(log, target) -> None:
     """A log that names no catalogue of its own (no ``K`` attribute, no ``items``)
     must show only items of the target's, when the target says its K (a bayesrank
     policy), as ``target.fit(log)`` requires: else a ValueError naming ``lists``.
@@ -201,14 +201,14 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
         (1, 50, 1)
     """
     n_draws = check_int(n_draws, "n_draws", low=1)
-    if deterministic is not None and not isinstance(deterministic, (bool, np.bool_)):
+    if deterministic is not None and not is_bool(deterministic):
         raise TypeError(
             f"deterministic: expected None or a bool, got {type(deterministic).__name__} "
             f"({deterministic!r})"
         )
     K = catalogue_size(log)
-    _check_target_K(target, K)
-    check_log_in_target_catalogue(log, target)
+    _refuse_other_K(target, K)
+    refuse_log_outside_target(log, target)
     lists = np.asarray(log["lists"].values)
     v0s = np.asarray(log["v0"].values, float)
     L = lists.shape[1]
@@ -240,7 +240,7 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
             draws = np.stack(draws)
     if draws.dtype.kind not in "iu":
         raise TypeError(f"target: select_batch returned dtype {draws.dtype}, expected int")
-    check_target_items(draws, K)
+    refuse_foreign_items(draws, K)
     return TargetDraws(uniq, inv, draws.astype(np.int64), bool(deterministic))
 
 
@@ -374,14 +374,14 @@ def true_value(env, target, v0=None, n_draws=1000) -> float:
     else:
         v0 = np.asarray(v0, float)
         env = env.with_v0(v0)
-    _check_target_K(target, int(env.K), "the env's")
+    _refuse_other_K(target, int(env.K), "the env's")
     with _frozen(target):
         lists = _draw(target, v0, check_int(n_draws, "n_draws", low=1))
     if lists.dtype.kind not in "iu":
         raise TypeError(f"target: select_batch returned dtype {lists.dtype}, expected int")
     if lists.shape[1] != env.L:
         raise ValueError(f"target: lists of length {lists.shape[1]}, the env's have {env.L}")
-    check_target_items(lists, int(env.K), "the env's")
+    refuse_foreign_items(lists, int(env.K), "the env's")
     if (lists == lists[0]).all():
         return float(env.expected_reward(lists[0]))
     return float(np.mean(np.asarray(env.expected_reward(lists))))

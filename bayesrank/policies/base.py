@@ -22,29 +22,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_lists, check_seed
+from bayesrank._validate import check_lists, check_position, check_seed
 from bayesrank.policies import program
 from bayesrank.policies.checks import (
-    _check_distinct,
-    check_batch_mask,
-    check_batch_v0,
-    check_fit_log,
-    check_items_w_v0,
-    check_lists_v0,
-    check_model,
-    check_new_items,
-    check_rewards,
+    as_batch_mask,
+    as_batch_v0,
+    as_fit_log,
+    as_items_w_v0,
+    as_lists_v0,
+    as_new_items,
+    as_rewards,
+    refuse_non_model,
+    refuse_repeats,
 )
 from bayesrank.policies.context import Context, check_mask, check_v0
 from bayesrank.policies.core import PolicyCore, with_items
-from bayesrank.policies.history import DEFAULT_CAPACITY, History, check_capacity
+from bayesrank.policies.history import DEFAULT_CAPACITY, History, as_capacity
 from bayesrank.policies.model_config import (  # noqa: F401 (re-exported)
     model_config,
     model_from_config,
 )
 from bayesrank.policies.persist import load_policy, save_policy
 
-__all__ = ["Policy", "check_items_w_v0", "check_model", "check_rewards"]
+__all__ = ["Policy", "as_items_w_v0", "as_rewards", "refuse_non_model"]
 
 
 class Policy:
@@ -209,11 +209,11 @@ class Policy:
         deterministic, so row b equals ``select(v0=v0[b], mask=mask[b])``. The
         round counter advances by one.
         """
-        v0s = check_batch_v0(v0, n, self.v0, self.items.shape[1])
+        v0s = as_batch_v0(v0, n, self.v0, self.items.shape[1])
         if mask is None:
             m = self._ctx.mask
         else:
-            m = self._pad_mask(check_batch_mask(mask, self.K, self.L, self.distinct,
+            m = self._pad_mask(as_batch_mask(mask, self.K, self.L, self.distinct,
                                                 v0s.shape[0]))
         ctxs = Context(jnp.asarray(v0s), m)
         state, sel = self._select_batch(self.key, self.t, self.state, ctxs)
@@ -238,7 +238,7 @@ class Policy:
                 float32 numbers, as those of :func:`bayesrank.ope.collect` in JAX's
                 default float32, else exactly).
         """
-        lists, rewards, v0s = check_fit_log(
+        lists, rewards, v0s = as_fit_log(
             log, K=self.K, L=self.L, items=self.items,
             distinct=getattr(self, "distinct", False))
         if lists.shape[0] == 0:
@@ -265,12 +265,12 @@ class Policy:
         if items_a.ndim > 2:
             raise ValueError(f"items: expected shape (L,) or (n, L), got {items_a.shape}")
         if getattr(self, "distinct", False):
-            _check_distinct(items_a)
-        r = check_rewards(rewards, items_a.shape, self.model)
+            refuse_repeats(items_a)
+        r = as_rewards(rewards, items_a.shape, self.model)
         if items_a.ndim == 1:
             self._queue(items_a, r, v0)
             return
-        v0s = check_lists_v0(v0, items_a.shape[0], self.v0, self.items.shape[1])
+        v0s = as_lists_v0(v0, items_a.shape[0], self.v0, self.items.shape[1])
         # NumPy arrays of the state's dtypes go straight into the jitted core (no
         # conversion dispatched per call).
         it = items_a.astype(np.int32, copy=False)
@@ -311,7 +311,7 @@ class Policy:
 
     @max_history.setter
     def max_history(self, value) -> None:
-        self._history.resize(check_capacity(value))
+        self._history.resize(as_capacity(value))
 
     def history(self) -> tuple[np.ndarray, np.ndarray]:
         """The kept impressions, oldest first: items (n, L) and rewards (n, L)."""
@@ -351,7 +351,7 @@ class Policy:
         Learnt parameters are untouched (theta lives per position, not per item).
         Capacity grows by doubling, so adding items recompiles only when it grows.
         """
-        V = check_new_items(vectors, self.items.shape[1])
+        V = as_new_items(vectors, self.items.shape[1])
         m = V.shape[0]
         K_new = self.K + m
         self.state = with_items(self.state, self.K, V)
@@ -394,14 +394,7 @@ class Policy:
         several fresh chains on the current data. ``kwargs`` go to the model's
         ``to_datatree`` (e.g. ``chains``, ``draws``).
         """
-        if (
-            isinstance(position, bool)
-            or not isinstance(position, (int, np.integer))
-            or not 0 <= position < self.L
-        ):
-            raise ValueError(
-                f"position: expected an int in [0, {self.L - 1}], got {position!r}"
-            )
+        check_position(position, self.L)
         key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
         # One protocol: models that keep only sufficient statistics read ``data``;
         # models with their own (possibly windowed) buffers ignore it.

@@ -27,7 +27,7 @@ import types
 
 import numpy as np
 
-from bayesrank.policies.base import Policy, check_items_w_v0
+from bayesrank.policies.base import Policy, as_items_w_v0
 from bayesrank.policies.bonus import UCBTables
 from bayesrank.policies.core import compose
 from bayesrank.policies.estimate import Optimistic, Thompson
@@ -112,7 +112,7 @@ class RankedBaseline(LinearConfig, UCBWidth, Policy):
             raise ValueError("L: expected a positive integer list length, got None")
         if kind not in _KINDS:
             raise ValueError(f"kind: expected one of {_KINDS}, got {kind!r}")
-        V, W, v0a, L = check_items_w_v0(items, L, None, v0)
+        V, W, v0a, L = as_items_w_v0(items, L, None, v0)
         self.K, self.L = V.shape[0], L
         self.items, self.w, self.v0 = V, W, v0a
         self.kind = kind

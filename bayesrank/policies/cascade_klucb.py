@@ -40,8 +40,8 @@ from jax.scipy.special import xlogy
 from bayesrank.policies.click_base import (
     ClickCore,
     ClickPolicy,
+    as_k_l,
     cascade_observed,
-    check_k_l,
 )
 
 __all__ = ["CascadeKLUCB", "KLUCBStats", "bernoulli_kl", "kl_ucb_index"]
@@ -159,7 +159,7 @@ class CascadeKLUCB(ClickPolicy):
     """
 
     def __init__(self, K: int, L: int):
-        K, L = check_k_l(K, L)
+        K, L = as_k_l(K, L)
         self._init_click(K, L)
         self._setup(KLUCBCore(self.items, L), 0)
 

@@ -40,12 +40,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_real
-from bayesrank.policies.base import check_items_w_v0
+from bayesrank.policies.base import as_items_w_v0
 from bayesrank.policies.click_base import (
     ClickCore,
     ClickPolicy,
+    as_k_l,
     cascade_observed,
-    check_k_l,
 )
 from bayesrank.posteriors.linalg import (
     chol_solve,
@@ -120,8 +120,8 @@ class _LinPolicy(ClickPolicy):
     _array_args = ("items",)
 
     def _init_lin(self, items, L, alpha, seed) -> None:
-        V, _, _, L = check_items_w_v0(items, L, None, None)
-        K, L = check_k_l(V.shape[0], L)
+        V, _, _, L = as_items_w_v0(items, L, None, None)
+        K, L = as_k_l(V.shape[0], L)
         self._init_click(K, L, V)
         self._setup(LinCore(V, L, alpha), seed)
 

@@ -1,13 +1,13 @@
 """The checks a policy makes on the host before its core runs: the constructor's items,
-weights and v0 (:func:`check_items_w_v0`), the posterior model (:func:`check_model`),
+weights and v0 (:func:`as_items_w_v0`), the posterior model (:func:`refuse_non_model`),
 the contexts and masks of a batch or of many lists, new item vectors, rewards
-(:func:`check_rewards`), repeated items of a ``distinct=True`` policy, and a
-log to warm start from (:func:`check_fit_log`). Each raises ValueError/TypeError
+(:func:`as_rewards`), repeated items of a ``distinct=True`` policy, and a
+log to warm start from (:func:`as_fit_log`). Each raises ValueError/TypeError
 naming the argument; none changes any state.
 
 Example:
     >>> import numpy as np
-    >>> V, W, v0, L = check_items_w_v0(np.eye(3), None, [0.0, 0.5], None)
+    >>> V, W, v0, L = as_items_w_v0(np.eye(3), None, [0.0, 0.5], None)
     >>> V.shape, W.tolist(), v0.tolist(), L
     ((3, 3), [0.0, 0.5], [0.0, 0.0, 0.0], 2)
 """
@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesrank.policies.context import _real_array, check_mask, check_v0
+from bayesrank._validate import check_array, check_int, check_mask, check_v0
 
 __all__ = [
-    "check_batch_mask",
-    "check_batch_v0",
-    "check_fit_log",
-    "check_items_w_v0",
-    "check_lists_v0",
-    "check_model",
-    "check_new_items",
-    "check_rewards",
+    "as_batch_mask",
+    "as_batch_v0",
+    "as_fit_log",
+    "as_items_w_v0",
+    "as_lists_v0",
+    "as_new_items",
+    "as_rewards",
+    "refuse_non_model",
 ]
 
 
-def check_items_w_v0(items, L, w, v0):
+def as_items_w_v0(items, L, w, v0):
     """Validate and normalise the item matrix, the dependency weights and v0.
 
     Returns:
@@ -38,27 +38,20 @@ def check_items_w_v0(items, L, w, v0):
     """
     if items is None:
         raise ValueError("items: expected a (K, d) array of item vectors, got None")
-    try:
-        V = _real_array(items, "items")
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"items: expected a (K, d) array of real numbers, got {type(items).__name__}"
-        ) from None
+    V = check_array(items, "items", finite=None)
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
         raise ValueError(f"items: expected a (K, d) array, got shape {V.shape}")
     if not np.all(np.isfinite(V)):
         raise ValueError("items: expected finite values, found NaN or inf")
     d = V.shape[1]
-    if L is not None and (
-        isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1
-    ):
-        raise ValueError(f"L: expected a positive integer, got {L!r}")
+    if L is not None:
+        L = check_int(L, "L", low=1)
     if w is None:
         if L is None:
             raise ValueError("L: give the list length L or the weights w")
         W = np.zeros(int(L))
     else:
-        W = _real_array(w, "w")
+        W = check_array(w, "w", finite=None)
         if W.ndim not in (1, 2) or W.shape[0] < 1 or (W.ndim == 2 and W.shape[1] < 1):
             raise ValueError(f"w: expected shape (L,) or (L, S-1), got {W.shape}")
         if not np.all(np.isfinite(W)):
@@ -73,7 +66,7 @@ def check_items_w_v0(items, L, w, v0):
     return V, W, v0a, int(L)
 
 
-def check_model(model, attrs=("init", "update", "mean", "link")) -> None:
+def refuse_non_model(model, attrs=("init", "update", "mean", "link")) -> None:
     """Raise TypeError unless ``model`` has the posterior-model methods ``attrs``."""
     if not all(hasattr(model, attr) for attr in attrs):
         raise TypeError(
@@ -82,10 +75,10 @@ def check_model(model, attrs=("init", "update", "mean", "link")) -> None:
         )
 
 
-def check_rewards(rewards, shape, model) -> np.ndarray:
+def as_rewards(rewards, shape, model) -> np.ndarray:
     """Rewards as float64 (NaN = not observed): real numbers of the given shape,
     no infinities, and the model's support on the observed entries."""
-    r = _real_array(rewards, "rewards")
+    r = check_array(rewards, "rewards", finite=None, clicks=True)
     if r.shape != shape:
         raise ValueError(
             f"rewards: expected shape {shape} (one reward per shown item), got "
@@ -109,7 +102,7 @@ def check_rewards(rewards, shape, model) -> np.ndarray:
     return r
 
 
-def _check_distinct(items: np.ndarray, name: str = "items") -> None:
+def refuse_repeats(items: np.ndarray, name: str = "items") -> None:
     """Raise a ValueError naming ``name`` if a list (L,) or a row of (n, L) shows an
     item twice (a ``distinct=True`` policy never shows one; it learns from none)."""
     s = np.sort(items, axis=-1)
@@ -122,7 +115,7 @@ def _check_distinct(items: np.ndarray, name: str = "items") -> None:
         )
 
 
-def check_fit_log(log, *, K: int, L: int, items, distinct: bool):
+def as_fit_log(log, *, K: int, L: int, items, distinct: bool):
     """A log to warm start a policy from (see ``Policy.fit``), checked against the
     policy's catalogue: ``(lists (n, L), rewards (n, L) float, v0 (n, d) float)``.
 
@@ -156,22 +149,19 @@ def check_fit_log(log, *, K: int, L: int, items, distinct: bool):
             f"lists: expected {L} positions (the policy's L), got {lists.shape[1]}"
         )
     if lists.shape[0] and distinct:
-        _check_distinct(lists, "lists")
+        refuse_repeats(lists, "lists")
     return (lists, np.asarray(log["rewards"].values, float),
             np.asarray(log["v0"].values, float))
 
 
-def check_batch_v0(v0, n, default_v0, d: int) -> np.ndarray:
+def as_batch_v0(v0, n, default_v0, d: int) -> np.ndarray:
     """(B, d) the contexts of a batch of requests: ``v0`` (B, d), or the default v0
     repeated ``n`` times when ``v0`` is None (``n`` must then be a positive int)."""
     if v0 is None:
-        if n is None or isinstance(n, bool) or not isinstance(
-            n, (int, np.integer)
-        ) or n < 1:
-            raise ValueError(
-                f"n: expected a positive number of requests when v0 is None, "
-                f"got {n!r}"
-            )
+        if n is None:
+            raise ValueError("n: expected a positive number of requests when v0 is None, "
+                             "got None")
+        n = check_int(n, "n", low=1)
         return np.broadcast_to(np.asarray(default_v0), (int(n), d))
     v0s = check_v0(v0, d, batch=True)
     if n is not None and n != v0s.shape[0]:
@@ -179,7 +169,7 @@ def check_batch_v0(v0, n, default_v0, d: int) -> np.ndarray:
     return v0s
 
 
-def check_batch_mask(mask, K: int, L: int, distinct: bool, B: int) -> np.ndarray:
+def as_batch_mask(mask, K: int, L: int, distinct: bool, B: int) -> np.ndarray:
     """A batch's mask: (B, K) one row per request, or (K,) shared."""
     mm = check_mask(mask, K, L, distinct, batch=True)
     if mm.ndim == 2 and mm.shape[0] != B:
@@ -190,7 +180,7 @@ def check_batch_mask(mask, K: int, L: int, distinct: bool, B: int) -> np.ndarray
     return mm
 
 
-def check_lists_v0(v0, n: int, default_v0, d: int) -> np.ndarray:
+def as_lists_v0(v0, n: int, default_v0, d: int) -> np.ndarray:
     """(n, d) the contexts of n shown lists: None (the default v0), one (d,) for
     every list, or (n, d)."""
     if v0 is None:
@@ -205,9 +195,9 @@ def check_lists_v0(v0, n: int, default_v0, d: int) -> np.ndarray:
     return v0s
 
 
-def check_new_items(vectors, d: int) -> np.ndarray:
+def as_new_items(vectors, d: int) -> np.ndarray:
     """(m, d) finite item vectors to add to a catalogue of dimension d."""
-    V = _real_array(vectors, "vectors")
+    V = check_array(vectors, "vectors", finite=None)
     if V.ndim != 2 or V.shape[1] != d or V.shape[0] < 1:
         raise ValueError(f"vectors: expected shape (m, d) = (m, {d}), got {V.shape}")
     if not np.all(np.isfinite(V)):

@@ -134,7 +134,7 @@ class _Clicks:
             )
 
 
-def check_k_l(K, L) -> tuple[int, int]:
+def as_k_l(K, L) -> tuple[int, int]:
     """K >= 1 items and 1 <= L <= K positions (the lists show distinct items)."""
     K = check_int(K, "K", low=1)
     L = check_int(L, "L", low=1)

@@ -27,10 +27,10 @@ import numpy as np
 
 from bayesrank.policies.base import (
     Policy,
-    check_items_w_v0,
-    check_model,
+    as_items_w_v0,
     model_config,
     model_from_config,
+    refuse_non_model,
 )
 from bayesrank.policies.context import check_mask
 from bayesrank.policies.core import PolicyCore, compose
@@ -81,8 +81,8 @@ class GenRankTS(Policy):
             raise ValueError("L: expected a positive integer list length, got None")
         if model is None:
             model = GaussianLinear()
-        check_model(model, ("init", "update", "draw", "mean", "link"))
-        V, W, v0a, L = check_items_w_v0(items, L, None, v0)
+        refuse_non_model(model, ("init", "update", "draw", "mean", "link"))
+        V, W, v0a, L = as_items_w_v0(items, L, None, v0)
         self.K, self.L = V.shape[0], L
         if distinct and self.K < L:
             raise ValueError(f"distinct: needs K >= L, got K={self.K} and L={L}")

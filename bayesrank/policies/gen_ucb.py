@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_real
-from bayesrank.policies.base import check_items_w_v0
+from bayesrank.policies.base import as_items_w_v0
 from bayesrank.policies.bonus import GenUCBTables
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Optimistic
@@ -120,7 +120,7 @@ class GenRankUCB(UCBPolicy):
     ):
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")
-        V, W, v0a, L = check_items_w_v0(items, L, None, v0)
+        V, W, v0a, L = as_items_w_v0(items, L, None, v0)
         self.K, self.L = V.shape[0], L
         self.items, self.w, self.v0 = V, W, v0a
         m3 = check_real(m3, "m3", low=0)

@@ -21,13 +21,13 @@ import numpy as np
 
 from bayesrank._validate import check_int
 
-__all__ = ["DEFAULT_CAPACITY", "History", "check_capacity"]
+__all__ = ["DEFAULT_CAPACITY", "History", "as_capacity"]
 
 #: Impressions kept by default.
 DEFAULT_CAPACITY = 10_000
 
 
-def check_capacity(capacity, name: str = "max_history") -> int:
+def as_capacity(capacity, name: str = "max_history") -> int:
     """An int >= 0 (bools and other types refused)."""
     return check_int(capacity, name, low=0)
 
@@ -41,7 +41,7 @@ class History:
 
     def __init__(self, L: int, d: int, capacity: int = DEFAULT_CAPACITY):
         self.L, self.d = int(L), int(d)
-        self.capacity = check_capacity(capacity)
+        self.capacity = as_capacity(capacity)
         self.seen = 0  # rows ever appended
         self._w = 0  # rows written into the ring since it was made
         self._items = np.zeros((0, self.L), np.int64)

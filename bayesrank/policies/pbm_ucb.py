@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.policies.click_base import ClickCore, ClickPolicy, check_k_l
-from bayesrank.policies.context import _real_array
+from bayesrank._validate import check_probabilities
+from bayesrank.policies.click_base import ClickCore, ClickPolicy, as_k_l
 
 __all__ = ["PBMUCB", "PBMStats", "pbm_ucb_index"]
 
@@ -103,24 +103,11 @@ class PBMCore(ClickCore):
         )
 
 
-def check_examination(examination, L: int) -> np.ndarray:
+def as_examination(examination, L: int) -> np.ndarray:
     """(L,) examination probabilities in (0, 1]."""
     if examination is None:
         raise ValueError(f"examination: expected ({L},) probabilities, got None")
-    try:
-        e = _real_array(examination, "examination")
-    except (TypeError, ValueError):
-        raise TypeError(
-            "examination: expected real numbers, got "
-            f"{type(examination).__name__}"
-        ) from None
-    if e.shape != (L,):
-        raise ValueError(f"examination: expected shape ({L},) (one per position), "
-                         f"got {e.shape}")
-    if not np.all(np.isfinite(e)) or np.any(e <= 0) or np.any(e > 1):
-        raise ValueError(f"examination: expected probabilities in (0, 1], got "
-                         f"{e.tolist()}")
-    return e
+    return check_probabilities(examination, "examination", shape=(L,))
 
 
 class PBMUCB(ClickPolicy):
@@ -145,8 +132,8 @@ class PBMUCB(ClickPolicy):
     _array_args = ("examination",)
 
     def __init__(self, K: int, L: int, examination):
-        K, L = check_k_l(K, L)
-        self.examination = check_examination(examination, L)
+        K, L = as_k_l(K, L)
+        self.examination = as_examination(examination, L)
         self._init_click(K, L)
         self._setup(PBMCore(self.items, L, self.examination), 0)
 

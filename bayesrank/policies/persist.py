@@ -56,9 +56,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_int
+from bayesrank._validate import check_int, is_integer
 from bayesrank._version import __version__
-from bayesrank.policies.history import DEFAULT_CAPACITY, check_capacity
+from bayesrank.policies.history import DEFAULT_CAPACITY, as_capacity
 from bayesrank.posteriors.w_prior import (
     is_distribution,
     prior_config,
@@ -99,7 +99,7 @@ def _digest(arrays: dict) -> str:
     return h.hexdigest()
 
 
-def _check_savable_prior(policy) -> None:
+def _refuse_unsavable_prior(policy) -> None:
     """Refuse (at save time) a prior on w that a file cannot rebuild."""
     prior = getattr(getattr(policy, "model", None), "w_prior", None)
     if prior is None:
@@ -129,7 +129,7 @@ def save_policy(policy, path) -> None:
     """
 
     path = _as_path(path)
-    _check_savable_prior(policy)
+    _refuse_unsavable_prior(policy)
     leaves, _ = jax.tree_util.tree_flatten(policy.state)
     key_leaves = [i for i, x in enumerate(leaves) if _is_key(x)]
     arrays = {
@@ -212,7 +212,7 @@ def _config(data: dict, cls) -> dict:
     if not isinstance(cfg, dict):
         raise _Bad("config_json: expected a JSON object")
     fmt = cfg.get("format")
-    if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+    if not is_integer(fmt) or fmt < 1:
         raise _Bad(f"config_json: format must be an int >= 1, got {fmt!r}")
     if fmt > FORMAT:
         raise _Bad(
@@ -225,7 +225,7 @@ def _config(data: dict, cls) -> dict:
         _int(cfg, name, low)
     keys = cfg.get("key_leaves", [])
     if not isinstance(keys, list) or not all(
-        isinstance(k, int) and not isinstance(k, bool) and 0 <= k < cfg["n_state"]
+        is_integer(k) and 0 <= k < cfg["n_state"]
         for k in keys
     ):
         raise _Bad(f"config_json: key_leaves must be state indices, got {keys!r}")
@@ -234,13 +234,13 @@ def _config(data: dict, cls) -> dict:
     if fmt == 1:  # migrate: format 1 had no history context and no history bound
         cfg.setdefault("max_history", DEFAULT_CAPACITY)
     try:
-        check_capacity(cfg.get("max_history", DEFAULT_CAPACITY))
+        as_capacity(cfg.get("max_history", DEFAULT_CAPACITY))
     except (TypeError, ValueError) as e:
         raise _Bad(f"config_json: {e}") from None
     return cfg
 
 
-def _check_leaf(i: int, x: np.ndarray, ref, is_key: bool) -> None:
+def _refuse_bad_leaf(i: int, x: np.ndarray, ref, is_key: bool) -> None:
     name = f"state_{i}"
     if is_key:
         want = np.asarray(jax.random.key_data(ref))
@@ -259,7 +259,7 @@ def _check_leaf(i: int, x: np.ndarray, ref, is_key: bool) -> None:
         raise _Bad(f"{name}: expected counts >= 0, found {x.min()}")
 
 
-def _check_factor(chol, prec, what: str) -> None:
+def _refuse_bad_factor(chol, prec, what: str) -> None:
     c = np.asarray(chol, float)
     if c.ndim < 2:
         return
@@ -285,7 +285,7 @@ def _gram_tol(x, n) -> float:
     return min(1e-2, 1e3 * eps * float(np.sqrt(1.0 + max(n, 0.0))))
 
 
-def _check_symmetric(x, tol: float, what: str) -> np.ndarray:
+def _valid_symmetric(x, tol: float, what: str) -> np.ndarray:
     a = np.asarray(x, float)
     scale = np.maximum(np.max(np.abs(a), axis=(-2, -1)), 1e-300)
     if np.any(np.max(np.abs(a - np.swapaxes(a, -1, -2)), axis=(-2, -1)) > tol * scale):
@@ -293,7 +293,7 @@ def _check_symmetric(x, tol: float, what: str) -> np.ndarray:
     return a
 
 
-def _check_psd(a: np.ndarray, tol: float, what: str) -> None:
+def _refuse_non_psd(a: np.ndarray, tol: float, what: str) -> None:
     """Positive semi-definite up to rounding (relative to each matrix's largest
     eigenvalue): a Gram matrix, a sum of outer products."""
     eig = np.linalg.eigvalsh(0.5 * (a + np.swapaxes(a, -1, -2)))
@@ -308,7 +308,7 @@ _NON_NEGATIVE = ("n", "yy", "q", "accept_sum")
 _POSITIVE = ("width", "rate")
 
 
-def _check_state(obj, state, ref_items: np.ndarray) -> None:
+def _refuse_bad_state(obj, state, ref_items: np.ndarray) -> None:
     """The invariants of a consistent state (see the module docstring), naming the
     array (``state_<i>`` and its field)."""
     flat = jax.tree_util.tree_flatten_with_path(state)[0]
@@ -335,20 +335,20 @@ def _check_state(obj, state, ref_items: np.ndarray) -> None:
         n = fields["n"][1] if "n" in fields else np.zeros(1)
         tol = _gram_tol(saa, float(np.max(n, initial=0.0)))
         for what, a in ((wa, saa), (wp, spp)):
-            _check_psd(_check_symmetric(a, tol, what), tol, what)
+            _refuse_non_psd(_valid_symmetric(a, tol, what), tol, what)
         joint = np.concatenate([np.concatenate([saa, sap], -1),
                                 np.concatenate([np.swapaxes(sap, -1, -2), spp], -1)], -2)
-        _check_psd(joint.astype(float), tol, f"{wa}, Sap and Spp together")
+        _refuse_non_psd(joint.astype(float), tol, f"{wa}, Sap and Spp together")
     if all(k in fields for k in ("S", "u", "q")):  # a learnt-scale model's sums
         (ws, S), (_, u), (_, q) = fields["S"], fields["u"], fields["q"]
         n = fields["n"][1] if "n" in fields else np.zeros(1)
         tol = _gram_tol(S, float(np.max(n, initial=0.0)))
-        _check_psd(_check_symmetric(S, tol, ws), tol, ws)
+        _refuse_non_psd(_valid_symmetric(S, tol, ws), tol, ws)
         # the Gram matrix of (x, r): [[S, u], [u^T, q]] (Cauchy-Schwarz)
         joint = np.concatenate([np.concatenate([S, u[..., None]], -1),
                                 np.concatenate([u[..., None, :], q[..., None, None]], -1)],
                                -2)
-        _check_psd(joint.astype(float), tol, f"{ws}, u and q together")
+        _refuse_non_psd(joint.astype(float), tol, f"{ws}, u and q together")
     prior = getattr(obj.model, "w_prior", None)
     if prior is not None and "w" in fields:
         what, w = fields["w"]
@@ -364,7 +364,7 @@ def _check_state(obj, state, ref_items: np.ndarray) -> None:
                    "(zeros past K)")
 
 
-def _check_history(data: dict, cfg: dict, obj) -> tuple:
+def _valid_history(data: dict, cfg: dict, obj) -> tuple:
     K, L, d = obj.K, obj.L, obj.items.shape[1]
     items = data.get("history_items")
     rewards = data.get("history_rewards")
@@ -446,7 +446,7 @@ def _build(cls, path: Path, data: dict, cfg: dict, overrides: dict, w_prior=None
                                       if _is_key(r)} != keys:
         raise _Bad("the saved state does not match this configuration")
     for i, (x, r) in enumerate(zip(leaves, ref_leaves)):
-        _check_leaf(i, x, r, i in keys)
+        _refuse_bad_leaf(i, x, r, i in keys)
     state = jax.tree_util.tree_unflatten(
         treedef,
         [
@@ -457,22 +457,22 @@ def _build(cls, path: Path, data: dict, cfg: dict, overrides: dict, w_prior=None
     )
     mstate = state.model
     if hasattr(mstate, "chol"):
-        _check_factor(mstate.chol, getattr(mstate, "prec", None), "model state")
+        _refuse_bad_factor(mstate.chol, getattr(mstate, "prec", None), "model state")
     if isinstance(state.est, tuple) and len(state.est) == 2:
-        _check_factor(state.est[0], None, "estimate state")
+        _refuse_bad_factor(state.est[0], None, "estimate state")
     active = np.asarray(state.active)
     if active.sum() != obj.K or not active[: obj.K].all():
         raise _Bad(f"state: the active items do not match K={obj.K}")
-    _check_state(obj, state, ref_items)
+    _refuse_bad_state(obj, state, ref_items)
     obj.state = state
     obj.t = cfg["t"]
     obj._default_ctx()
-    items, rewards, v0s = _check_history(data, cfg, obj)
+    items, rewards, v0s = _valid_history(data, cfg, obj)
     obj.max_history = cfg.get("max_history", DEFAULT_CAPACITY)
     if items.size:
         obj._record(items, rewards, v0s)
     seen = cfg.get("history_seen", items.shape[0])
-    if isinstance(seen, int) and not isinstance(seen, bool) and seen >= items.shape[0]:
+    if is_integer(seen) and seen >= items.shape[0]:
         obj._history.seen = seen
     return obj
 
@@ -504,7 +504,7 @@ def _w_override(cfg: dict, overrides: dict, path: Path):
     return None
 
 
-def _check_digest(cfg: dict, stored, actual: str) -> None:
+def _refuse_bad_digest(cfg: dict, stored, actual: str) -> None:
     if cfg["format"] < _DIGEST_SINCE:
         return  # written before the digest existed: the other checks only
     if stored is None:
@@ -533,7 +533,7 @@ def load_policy(cls, path, overrides: dict):
         cfg = _config(data, cls)
         w_prior = _w_override(cfg, overrides, path)
         obj = _build(cls, path, data, cfg, overrides, w_prior)
-        _check_digest(cfg, stored, actual)
+        _refuse_bad_digest(cfg, stored, actual)
         return obj
     except _Bad as e:
         raise ValueError(f"path: {path}: {e}") from None

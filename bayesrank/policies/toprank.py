@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_int
-from bayesrank.policies.click_base import ClickCore, ClickPolicy, check_k_l
+from bayesrank.policies.click_base import ClickCore, ClickPolicy, as_k_l
 
 __all__ = ["TOPRANK_C", "TopRank", "TopRankStats", "toprank_blocks",
            "toprank_threshold"]
@@ -191,7 +191,7 @@ class TopRank(ClickPolicy):
     """
 
     def __init__(self, K: int, L: int, *, horizon: int = 10_000, seed: int = 0):
-        K, L = check_k_l(K, L)
+        K, L = as_k_l(K, L)
         self.horizon = check_int(horizon, "horizon", low=1)
         self._init_click(K, L)
         self._setup(TopRankCore(self.items, L, self.horizon), seed)

@@ -20,10 +20,10 @@ import numpy as np
 
 from bayesrank.policies.base import (
     Policy,
-    check_items_w_v0,
-    check_model,
+    as_items_w_v0,
     model_config,
     model_from_config,
+    refuse_non_model,
 )
 from bayesrank.policies.context import check_mask
 from bayesrank.policies.core import PolicyCore, compose
@@ -112,8 +112,8 @@ class RankTS(Policy):
             return
         if model is None:
             model = GaussianLinear()
-        check_model(model, ("init", "update", "draw", "mean", "link"))
-        V, W, v0a, L = check_items_w_v0(items, L, w, v0)
+        refuse_non_model(model, ("init", "update", "draw", "mean", "link"))
+        V, W, v0a, L = as_items_w_v0(items, L, w, v0)
         self.K, self.L = V.shape[0], L
         W2 = W[:, None] if W.ndim == 1 else W
         if distinct and self.K < L:
@@ -145,7 +145,7 @@ class RankTS(Policy):
                     "L: give the list length L (the prior on w has batch shape ())"
                 )
             L = batch[0]
-        V, _, v0a, L = check_items_w_v0(items, L, None, v0)
+        V, _, v0a, L = as_items_w_v0(items, L, None, v0)
         check_positions = getattr(latent, "check_positions", None)
         if check_positions is not None:
             check_positions(L)

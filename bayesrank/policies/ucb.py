@@ -72,10 +72,10 @@ from bayesrank._validate import check_real
 from bayesrank.model.links import link_constants
 from bayesrank.policies.base import (
     Policy,
-    check_items_w_v0,
-    check_model,
+    as_items_w_v0,
     model_config,
     model_from_config,
+    refuse_non_model,
 )
 from bayesrank.policies.bonus import UCBTables, WindowUCBTables
 from bayesrank.policies.context import check_mask
@@ -129,7 +129,7 @@ def learnt_default(model, lam, alpha, m2) -> bool:
     return model is None and lam is None and alpha is None and m2 is None
 
 
-def check_ucb_args(delta, lam, alpha, m2, c1):
+def as_ucb_args(delta, lam, alpha, m2, c1):
     """Validate the confidence-width arguments; returns them as floats."""
     delta = check_real(delta, "delta", low=0, high=1, inclusive="neither")
     lam = check_real(lam, "lam", low=0, inclusive="neither")
@@ -209,12 +209,12 @@ class LinearConfig:
             model = GaussianLinear()
         m2 = 1.0 if m2 is None else m2
         lam = resolve_lam(model, lam)
-        delta, lam, alpha, m2, c1 = check_ucb_args(delta, lam, alpha, m2, c1)
+        delta, lam, alpha, m2, c1 = as_ucb_args(delta, lam, alpha, m2, c1)
         self.delta, self.lam, self.alpha, self.m2 = delta, lam, alpha, m2
         self._c1_arg = c1
         if model is None:
             model = default_model(lam)
-        check_model(model)
+        refuse_non_model(model)
         self.model = model
         self.distinct = bool(distinct)
         if self.distinct and self.K < self.L:
@@ -360,7 +360,7 @@ class RankUCB(UCBPolicy):
         m2: float | None = None,
         c1: float | None = None,
     ):
-        V, W, v0a, L = check_items_w_v0(items, L, w, v0)
+        V, W, v0a, L = as_items_w_v0(items, L, w, v0)
         if W.ndim == 2:
             if W.shape[1] != 1:
                 raise ValueError(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesrank.policies.base import check_items_w_v0
+from bayesrank.policies.base import as_items_w_v0
 from bayesrank.policies.ucb import UCBPolicy, rank_ucb
 
 __all__ = ["WindowRankUCB"]
@@ -71,7 +71,7 @@ class WindowRankUCB(UCBPolicy):
             raise ValueError(
                 "w: expected an (L, S-1) array of window weights, got None"
             )
-        V, W, v0a, L = check_items_w_v0(items, L, w, v0)
+        V, W, v0a, L = as_items_w_v0(items, L, w, v0)
         W2 = W[:, None] if W.ndim == 1 else W
         self.K, self.L = V.shape[0], L
         self.items, self.w, self.v0 = V, W, v0a

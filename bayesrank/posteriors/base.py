@@ -40,8 +40,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from bayesrank._validate import check_reward_support  # re-exported: its home
 from bayesrank.model.links import Link
 
 __all__ = ["PosteriorModel", "check_reward_support", "update_many"]
@@ -130,41 +130,3 @@ def update_many(model, state, X, Y, valid=None):
 
     state, _ = jax.lax.scan(body, state, (X, Y, valid))
     return state
-
-
-def check_reward_support(y, support: str, name: str = "rewards") -> None:
-    """Host-side check of reward values: finite, and binary or counts if required.
-
-    Args:
-        y: rewards (any shape).
-        support: "real", "binary" (values in {0, 1}) or "count" (non-negative
-            integers).
-        name: the argument name used in error messages.
-
-    Raises:
-        TypeError: non-numeric rewards.
-        ValueError: NaN or inf, or values outside the support.
-
-    Example:
-        >>> import numpy as np
-        >>> from bayesrank.posteriors import check_reward_support
-        >>> check_reward_support(np.array([0.0, 1.0]), "binary")
-        >>> check_reward_support(np.array([0.0, 0.5]), "binary")
-        Traceback (most recent call last):
-        ...
-        ValueError: rewards: a Bernoulli likelihood needs rewards in {0, 1}
-    """
-    if isinstance(y, jax.core.Tracer):
-        return
-    arr = np.asarray(y)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name}: expected numeric rewards, got dtype {arr.dtype}")
-    arr = arr.astype(float, copy=False)
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name}: expected finite rewards, found NaN or inf")
-    if support == "binary" and not np.all((arr == 0) | (arr == 1)):
-        raise ValueError(f"{name}: a Bernoulli likelihood needs rewards in {{0, 1}}")
-    if support == "count" and not np.all((arr >= 0) & (arr == np.round(arr))):
-        raise ValueError(
-            f"{name}: a Poisson likelihood needs non-negative integer rewards"
-        )

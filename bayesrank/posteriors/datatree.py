@@ -47,7 +47,7 @@ def _as_dict(value, default_name: str, argname: str) -> dict[str, np.ndarray]:
     return {default_name: np.asarray(value)}
 
 
-def _check_sample_shape(
+def _refuse_bad_sample_shape(
     arrays: Mapping[str, np.ndarray], sample_shape, argname: str, min_ndim: int = 2
 ):
     for name, arr in arrays.items():
@@ -128,7 +128,7 @@ def make_datatree(
             f"{first.shape}"
         )
     sample_shape = first.shape[:2]
-    _check_sample_shape(post, sample_shape, "posterior")
+    _refuse_bad_sample_shape(post, sample_shape, "posterior")
     n_chain, n_draw = sample_shape
     base_coords = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
     group_attrs = {
@@ -150,7 +150,7 @@ def make_datatree(
 
     stats = {} if sample_stats is None else _as_dict(sample_stats, "", "sample_stats")
     stats.setdefault("diverging", np.zeros(sample_shape, dtype=bool))
-    _check_sample_shape(stats, sample_shape, "sample_stats")
+    _refuse_bad_sample_shape(stats, sample_shape, "sample_stats")
     groups["sample_stats"] = dataset(stats, lambda k, v: _dims_for(k, v, None))
 
     n_obs = None
@@ -164,7 +164,7 @@ def make_datatree(
 
     if log_likelihood is not None:
         ll = _as_dict(log_likelihood, obs_name, "log_likelihood")
-        _check_sample_shape(ll, sample_shape, "log_likelihood")
+        _refuse_bad_sample_shape(ll, sample_shape, "log_likelihood")
         for k, v in ll.items():
             if v.ndim != 3:
                 raise ValueError(
@@ -180,7 +180,7 @@ def make_datatree(
 
     if log_prior is not None:
         lp = _as_dict(log_prior, var_name, "log_prior")
-        _check_sample_shape(lp, sample_shape, "log_prior")
+        _refuse_bad_sample_shape(lp, sample_shape, "log_prior")
         groups["log_prior"] = dataset(lp, lambda k, v: _dims_for(k, v, dims))
 
     if constant_data is not None:

@@ -71,10 +71,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part
-from bayesrank._validate import check_int, check_real
+from bayesrank._validate import (
+    check_array,
+    check_int,
+    check_position,
+    check_real,
+    check_reward_support,
+    is_tracer,
+)
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
-from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.w_prior import is_distribution
 
@@ -138,30 +144,15 @@ def is_learnt(value) -> bool:
 
 
 # --------------------------------------------------------------------- validation
-def _is_traced(value) -> bool:
-    return isinstance(value, jax.core.Tracer)
-
-
 def _to_float_array(value, name: str) -> np.ndarray:
-    """Real numbers (Python, NumPy scalars or arrays) as float; bools, strings,
-    complex and object values are rejected."""
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError):
-        raw = np.asarray(None)
-    if raw.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name}: expected a real number or array, got {type(value).__name__} "
-            f"({value!r})"
-        )
-    arr = raw.astype(float)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: expected finite values, found NaN or inf")
+    """Real numbers (Python, NumPy scalars or arrays) as float (a scalar as a
+    Python float); bools, strings, complex and object values are refused."""
+    arr = check_array(value, name)
     return arr.item() if arr.ndim == 0 else arr
 
 
-def _check_positive_scalar(value, name: str):
-    if _is_traced(value):
+def _valid_positive_scalar(value, name: str):
+    if is_tracer(value):
         if jnp.ndim(value) != 0:
             raise ValueError(f"{name}: expected a scalar, got shape {jnp.shape(value)}")
         return value
@@ -173,9 +164,9 @@ def _check_positive_scalar(value, name: str):
     return arr
 
 
-def _check_prior(prior_mean, prior_scale):
+def _valid_prior(prior_mean, prior_scale):
     """Validate (prior_mean, prior_scale); return them and the implied p (or None)."""
-    if _is_traced(prior_mean):
+    if is_tracer(prior_mean):
         mean = prior_mean
     else:
         mean = _to_float_array(prior_mean, "prior_mean")
@@ -184,7 +175,7 @@ def _check_prior(prior_mean, prior_scale):
             "prior_mean: expected a scalar or a (p,) vector, got shape "
             f"{jnp.shape(mean)}"
         )
-    if _is_traced(prior_scale):
+    if is_tracer(prior_scale):
         scale = prior_scale
     else:
         scale = _to_float_array(prior_scale, "prior_scale")
@@ -196,7 +187,7 @@ def _check_prior(prior_mean, prior_scale):
         )
     if len(sshape) >= 1 and sshape[0] == 0:
         raise ValueError(f"prior_scale: expected p >= 1, got shape {sshape}")
-    if not _is_traced(scale):
+    if not is_tracer(scale):
         if np.ndim(scale) < 2 and np.any(np.asarray(scale) <= 0):
             raise ValueError("prior_scale: expected standard deviations > 0")
         if np.ndim(scale) == 2:
@@ -222,19 +213,19 @@ def _check_prior(prior_mean, prior_scale):
     return mean, scale, p
 
 
-def _check_discount(discount) -> float:
+def _valid_discount(discount) -> float:
     """gamma in (0, 1]: 1 keeps every observation at full weight."""
     return check_real(discount, "discount", low=0, high=1, inclusive="right")
 
 
 def _jsonable(value):
-    if _is_traced(value):
+    if is_tracer(value):
         raise TypeError("config: hyper-parameters are traced JAX values")
     arr = np.asarray(value, dtype=float)
     return float(arr) if arr.ndim == 0 else arr.tolist()
 
 
-def _check_L_p(L, p, p_prior) -> tuple[int, int]:
+def _valid_L_p(L, p, p_prior) -> tuple[int, int]:
     L, p = check_int(L, "L", low=1), check_int(p, "p", low=1)
     if p_prior is not None and p != p_prior:
         raise ValueError(
@@ -301,10 +292,10 @@ class _ConjugateLinear(Part):
     vmappable = True
 
     def __init__(self, prior_mean, prior_scale, discount=1.0):
-        self.prior_mean, self.prior_scale, self._p = _check_prior(
+        self.prior_mean, self.prior_scale, self._p = _valid_prior(
             prior_mean, prior_scale
         )
-        self.discount = _check_discount(discount)
+        self.discount = _valid_discount(discount)
 
     def _forget(self, prec, b, prec_lo, b_lo):
         """Stabilised forgetting of the compensated sums (P, b) towards the prior
@@ -343,7 +334,7 @@ class _ConjugateLinear(Part):
         return m0, P0, C0, linalg.chol_logdet(C0)
 
     def _init_common(self, L: int, p: int):
-        L, p = _check_L_p(L, p, self._p)
+        L, p = _valid_L_p(L, p, self._p)
         m0, P0, C0, logdet0 = self.prior(p)
         tile = lambda a: jnp.broadcast_to(a, (L, *a.shape))
         return (
@@ -362,7 +353,7 @@ class _ConjugateLinear(Part):
 
     # ------------------------------------------------------------ shape guards
     @staticmethod
-    def _check_update_args(state, x, y, valid):
+    def _valid_update_args(state, x, y, valid):
         L, p = state.b.shape
         dtype = state.b.dtype
         x = jnp.asarray(x, dtype)
@@ -421,20 +412,7 @@ class _ConjugateLinear(Part):
 
     # ------------------------------------------------------------ host helpers
     @staticmethod
-    def _check_position(state, position) -> int:
-        L = state.b.shape[0]
-        if (
-            isinstance(position, bool)
-            or not isinstance(position, (int, np.integer))
-            or not 0 <= position < L
-        ):
-            raise ValueError(
-                f"position: expected an int in [0, {L - 1}], got {position!r}"
-            )
-        return int(position)
-
-    @staticmethod
-    def _check_data(data, state, position: int):
+    def _valid_data(data, state, position: int):
         if data is None:
             return None
         try:
@@ -470,11 +448,8 @@ class _ConjugateLinear(Part):
         return {"observations": n_state, "observations_in_data_groups": m}
 
     @staticmethod
-    def _check_draws(draws, chains) -> tuple[int, int]:
-        for name, v in (("draws", draws), ("chains", chains)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-        return int(draws), int(chains)
+    def _valid_draws(draws, chains) -> tuple[int, int]:
+        return check_int(draws, "draws", low=1), check_int(chains, "chains", low=1)
 
     @classmethod
     def _from_config_common(cls, cfg: dict) -> dict:
@@ -523,7 +498,7 @@ class GaussianLinear(_ConjugateLinear):
         prior_scale = 1.0 if prior_scale is None else prior_scale
         noise_scale = 1.0 if noise_scale is None else noise_scale
         super().__init__(prior_mean, prior_scale, discount)
-        self.noise_scale = _check_positive_scalar(noise_scale, "noise_scale")
+        self.noise_scale = _valid_positive_scalar(noise_scale, "noise_scale")
 
     def __repr__(self) -> str:
         return (
@@ -556,7 +531,7 @@ class GaussianLinear(_ConjugateLinear):
         Returns:
             The updated state.
         """
-        x, y, valid = self._check_update_args(state, x, y, valid)
+        x, y, valid = self._valid_update_args(state, x, y, valid)
         inv_s = 1.0 / jnp.asarray(self.noise_scale, state.b.dtype)
         xs = x * inv_s
         prec, b, prec_lo, b_lo = self._forget(
@@ -632,9 +607,9 @@ class GaussianLinear(_ConjugateLinear):
             ValueError: bad position, or data whose length differs from the count
                 of observations in the state.
         """
-        position = self._check_position(state, position)
-        draws, chains = self._check_draws(draws, chains)
-        data = self._check_data(data, state, position)
+        position = check_position(position, state.b.shape[0])
+        draws, chains = self._valid_draws(draws, chains)
+        data = self._valid_data(data, state, position)
         theta = _host_draws(
             _host_rng(key),
             state.chol[position],
@@ -713,8 +688,8 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
 
     def __init__(self, prior_mean=0.0, prior_scale=1.0, a0=2.0, b0=1.0):
         super().__init__(prior_mean, prior_scale)
-        self.a0 = _check_positive_scalar(a0, "a0")
-        self.b0 = _check_positive_scalar(b0, "b0")
+        self.a0 = _valid_positive_scalar(a0, "a0")
+        self.b0 = _valid_positive_scalar(b0, "b0")
 
     def __repr__(self) -> str:
         return (
@@ -743,7 +718,7 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         Returns:
             The updated state.
         """
-        x, y, valid = self._check_update_args(state, x, y, valid)
+        x, y, valid = self._valid_update_args(state, x, y, valid)
 
         def one(chol, m, x_l, y_l):
             z = linalg.whiten(chol, x_l)
@@ -829,9 +804,9 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
         log InvGamma(sigma^2 | a0, b0) (the density of the variance, as specified).
         See :meth:`GaussianLinear.to_datatree` for ``data`` and the other arguments.
         """
-        position = self._check_position(state, position)
-        draws, chains = self._check_draws(draws, chains)
-        data = self._check_data(data, state, position)
+        position = check_position(position, state.b.shape[0])
+        draws, chains = self._valid_draws(draws, chains)
+        data = self._valid_data(data, state, position)
         rng = _host_rng(key)
         shape, rate = (float(a[position]) for a in self.noise_posterior(state))
         sigma2 = rate / rng.gamma(shape, 1.0, chains * draws)

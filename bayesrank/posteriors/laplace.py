@@ -72,10 +72,14 @@ import numpy as np
 from jax.scipy.special import gammaln, log_ndtr
 
 from bayesrank._static import Part, jit_method
-from bayesrank._validate import check_int, check_real
+from bayesrank._validate import (
+    check_int,
+    check_position,
+    check_real,
+    check_reward_support,
+)
 from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import linalg
-from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import GaussianLinear, _host_rng, is_learnt
 
@@ -286,7 +290,7 @@ def newton_map(link: str, lam, x, y, mask, theta0, tol, max_iter: int, chol0=Non
     return theta, chol, it
 
 
-def check_update(state, x, y, valid):
+def valid_update(state, x, y, valid):
     """An update's arguments checked against a buffered state (ValueError naming the
     argument): x (L, p), y (L,) in the state's dtype and valid (L,) bool."""
     L, _, p = state.x.shape
@@ -457,7 +461,7 @@ class LaplaceGLM(Part):
         """
         if self._exact is not None:
             return self._exact.update(state, x, y, valid)
-        return _UPDATE(self, state, *check_update(state, x, y, valid))
+        return _UPDATE(self, state, *valid_update(state, x, y, valid))
 
     def _update_core(self, state: LaplaceState, x, y, valid) -> LaplaceState:
         L = state.x.shape[0]
@@ -554,7 +558,7 @@ class LaplaceGLM(Part):
                 "data: the identity link keeps sufficient statistics only; pass "
                 "data= to to_datatree"
             )
-        position = _check_position(position, state.x.shape[0])
+        position = check_position(position, state.x.shape[0])
         n = int(state.n[position])
         m = min(n, self.n_max)
         order = (np.arange(m) + (n - m)) % self.n_max
@@ -594,7 +598,7 @@ class LaplaceGLM(Part):
             return dt
         from scipy.linalg import solve_triangular
 
-        position = _check_position(position, state.x.shape[0])
+        position = check_position(position, state.x.shape[0])
         draws = check_int(draws, "draws", low=1)
         chains = check_int(chains, "chains", low=1)
         rng = _host_rng(key)
@@ -660,11 +664,3 @@ class LaplaceGLM(Part):
         return cls(**cfg)
 
 
-def _check_position(position, L: int) -> int:
-    if (
-        isinstance(position, (bool, np.bool_))
-        or not isinstance(position, (int, np.integer))
-        or not 0 <= position < L
-    ):
-        raise ValueError(f"position: expected an int in [0, {L - 1}], got {position!r}")
-    return int(position)

@@ -51,12 +51,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part, jit_method
-from bayesrank._validate import check_int
+from bayesrank._validate import check_int, check_position
 from bayesrank.posteriors import laplace, linalg
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import _host_rng
-from bayesrank.posteriors.laplace import LaplaceGLM, _check_position, loglik
-from bayesrank.posteriors.scaled import check_hyperprior
+from bayesrank.posteriors.laplace import LaplaceGLM, loglik
+from bayesrank.posteriors.scaled import valid_hyperprior
 from bayesrank.posteriors.w_prior import prior_config, prior_from_config, prior_range
 
 __all__ = ["GRID", "TAIL", "LearntScaleLaplace", "LearntScaleLaplaceState", "tau_grid"]
@@ -163,7 +163,7 @@ class LearntScaleLaplace(Part):
         self.reward_support = base.reward_support
         self.n_max, self.tol, self.max_iter = base.n_max, base.tol, base.max_iter
         self.hessian_tol = base.hessian_tol
-        self.hyperprior = check_hyperprior(prior_scale, "prior_scale")
+        self.hyperprior = valid_hyperprior(prior_scale, "prior_scale")
         self.log_tau, self.log_w0 = tau_grid(self.hyperprior)
 
     def __repr__(self) -> str:
@@ -194,7 +194,7 @@ class LearntScaleLaplace(Part):
     def update(self, state, x, y, valid=None) -> LearntScaleLaplaceState:
         """Add one observation per position and refit every node's MAP and Hessian:
         x (L, p), y (L,), valid (L,) bool (False leaves the position bit for bit)."""
-        x, y, valid = laplace.check_update(state, x, y, valid)
+        x, y, valid = laplace.valid_update(state, x, y, valid)
         return _UPDATE(self, state, x, y, valid)
 
     def _update_core(self, state, x, y, valid) -> LearntScaleLaplaceState:
@@ -302,7 +302,7 @@ class LearntScaleLaplace(Part):
         from scipy.linalg import solve_triangular
 
         del data
-        position = _check_position(position, state.x.shape[0])
+        position = check_position(position, state.x.shape[0])
         draws = check_int(draws, "draws", low=1)
         chains = check_int(chains, "chains", low=1)
         rng = _host_rng(key)

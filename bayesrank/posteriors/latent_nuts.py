@@ -30,7 +30,7 @@ import functools
 
 from bayesrank.posteriors import numpyro_models as models
 from bayesrank.posteriors.nuts import BayesGLM, NumPyroModel
-from bayesrank.posteriors.w_prior import check_w_prior, prior_config, prior_from_config
+from bayesrank.posteriors.w_prior import prior_config, prior_from_config, valid_w_prior
 
 __all__ = ["LatentBayesGLM"]
 
@@ -61,7 +61,7 @@ class LatentBayesGLM(NumPyroModel):
                 "model: a BayesGLM with a custom prior on theta has no latent-w form; "
                 "write a NumPyroModel with a 'w' site"
             )
-        prior = check_w_prior(w_prior, None)
+        prior = valid_w_prior(w_prior, None)
         if tuple(prior.batch_shape) != ():
             raise ValueError(
                 "w: NUTS models take a prior on w with batch shape () (one prior for "

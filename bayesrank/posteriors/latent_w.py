@@ -60,19 +60,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part, jit_method
+from bayesrank._validate import check_int, check_position, check_reward_support
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
-from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState, grid_terms
 from bayesrank.posteriors.w_prior import (
-    check_w_batch,
-    check_w_prior,
     prior_config,
     prior_from_config,
     prior_quantiles,
     prior_range,
+    refuse_bad_w_batch,
+    valid_w_prior,
 )
 
 __all__ = ["LatentW", "LatentWState", "half_logdet_quad"]
@@ -180,13 +180,9 @@ class LatentW(Part):
                 f"GaussianLinearUnknownNoise, got {type(base).__name__}; GenRankTS "
                 "learns w with any posterior"
             )
-        if (isinstance(slice_steps, bool) or not isinstance(slice_steps, int)
-                or slice_steps < 1):
-            raise ValueError(
-                f"slice_steps: expected a positive integer, got {slice_steps!r}"
-            )
+        check_int(slice_steps, "slice_steps", low=1)
         self.base = base
-        self.w_prior = check_w_prior(w_prior, None)
+        self.w_prior = valid_w_prior(w_prior, None)
         self.slice_steps = slice_steps
         self.known_noise = isinstance(base, GaussianLinear)
         # a learnt-scale base: g (and s) integrated on its grid with theta
@@ -221,7 +217,7 @@ class LatentW(Part):
     def check_positions(self, L: int) -> None:
         """The prior's batch shape must be () or (L,) (raises ValueError naming w;
         the rest of the prior was checked when the model was built)."""
-        check_w_batch(self.w_prior, L)
+        refuse_bad_w_batch(self.w_prior, L)
 
     def log_prior(self, w):
         """log p(w) for w (..., L) or broadcastable; -inf outside the support."""
@@ -265,10 +261,9 @@ class LatentW(Part):
     # ----------------------------------------------------------------- protocol
     def init(self, L: int, p: int) -> LatentWState:
         """The prior for L positions over pair features of dimension ``p = 2d``."""
-        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 2 or p % 2:
+        if check_int(p, "p", low=2) % 2:
             raise ValueError(f"p: expected an even feature dimension 2d >= 2, got {p!r}")
-        if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
-            raise ValueError(f"L: expected a positive integer, got {L!r}")
+        check_int(L, "L", low=1)
         L, d = int(L), int(p) // 2
         self.check_positions(L)
         if self.learnt:
@@ -700,12 +695,9 @@ class LatentW(Part):
         w's terms).
         """
         L = state.w.shape[0]
-        if (isinstance(position, bool) or not isinstance(position, (int, np.integer))
-                or not 0 <= position < L):
-            raise ValueError(f"position: expected an int in [0, {L - 1}], got {position!r}")
-        for name, v in (("draws", draws), ("chains", chains)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+        check_position(position, L)
+        check_int(draws, "draws", low=1)
+        check_int(chains, "chains", low=1)
         del data
         thetas, ws = self.draw_exact(key, state, int(draws) * int(chains))
         w_pos = np.asarray(ws[:, position], float).reshape(chains, draws)

@@ -20,20 +20,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-import numpy as np
 import numpyro
 
-from bayesrank._validate import check_int, check_real
+from bayesrank._validate import check_bool, check_int, check_real
 from bayesrank.model.links import Link
 from bayesrank.posteriors import numpyro_models as models
 from bayesrank.posteriors.registry import function_path, resolve_model
-from bayesrank.posteriors.scaled import check_hyperprior
+from bayesrank.posteriors.scaled import valid_hyperprior
 from bayesrank.posteriors.w_prior import prior_config, prior_from_config
 
 __all__ = [
     "SUPPORT_BY_LINK",
-    "check_glm",
-    "check_options",
     "glm_config",
     "glm_from_config",
     "model_config",
@@ -41,6 +38,8 @@ __all__ = [
     "options",
     "scale_config",
     "scale_or_hyperprior",
+    "valid_glm",
+    "valid_options",
 ]
 
 #: The reward support of each GLM link's likelihood.
@@ -121,7 +120,7 @@ def model_from_config(cls, cfg: dict, model: Callable | None = None):
 def scale_or_hyperprior(value, name: str):
     """A positive number (as float) or a NumPyro distribution on (0, inf)."""
     if isinstance(value, numpyro.distributions.Distribution):
-        return check_hyperprior(value, name)
+        return valid_hyperprior(value, name)
     return float(check_real(value, name, low=0, inclusive="neither"))
 
 
@@ -164,7 +163,7 @@ def glm_from_config(cls, cfg: dict):
     return cls(**cfg)
 
 
-def check_options(model, theta_site, *, reward_support, n_max, num_warmup,
+def valid_options(model, theta_site, *, reward_support, n_max, num_warmup,
                   steps_per_round, readapt_start, readapt_growth, refit_every,
                   max_tree_depth, target_accept_prob, dense_mass, mean_window,
                   overflow, w_site) -> dict:
@@ -207,15 +206,13 @@ def check_options(model, theta_site, *, reward_support, n_max, num_warmup,
         "max_tree_depth": check_int(max_tree_depth, "max_tree_depth", low=1),
         "target_accept_prob": float(target_accept_prob),
     }
-    if not isinstance(dense_mass, (bool, np.bool_)):
-        raise TypeError(f"dense_mass: expected a bool, got {dense_mass!r}")
-    out["dense_mass"] = bool(dense_mass)
+    out["dense_mass"] = check_bool(dense_mass, "dense_mass")
     out["mean_window"] = check_int(mean_window, "mean_window", low=1)
     out["overflow"] = overflow
     return out
 
 
-def check_glm(link, prior_scale, prior, noise_scale):
+def valid_glm(link, prior_scale, prior, noise_scale):
     """BayesGLM's model arguments checked: ``(link name, prior_scale, noise_scale)``,
     each scale a float or a hyperprior distribution.
 

@@ -55,7 +55,7 @@ class BayesGLM(NumPyroModel):
         theta_site: str = "theta",
         **options,
     ):
-        name, self.prior_scale, self.noise_scale = nuts_config.check_glm(
+        name, self.prior_scale, self.noise_scale = nuts_config.valid_glm(
             link, prior_scale, prior, noise_scale)
         self.prior = prior
         model = functools.partial(

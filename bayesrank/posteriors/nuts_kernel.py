@@ -125,7 +125,7 @@ def kernel_for(model, p: int) -> Kernel:
     # concrete even when first reached inside jit/vmap: the cache outlives traces
     # (the site check is abstract; build_kernel computes outside any trace)
     if p != model._dim:
-        model._check_theta_site(p)
+        model._trace_theta_site(p)
     kernel = build_kernel(
         model._masked_model,
         empty_data(model, p),

@@ -21,11 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part, jit_method
-from bayesrank._validate import check_int
+from bayesrank._validate import check_int, check_position, check_reward_support
 from bayesrank.model.links import Link, get_link
 from bayesrank.posteriors import nuts_config, nuts_kernel
-from bayesrank.posteriors.base import check_reward_support
-from bayesrank.posteriors.laplace import check_update
+from bayesrank.posteriors.laplace import valid_update
 from bayesrank.posteriors.model_link import infer_link
 from bayesrank.posteriors.nuts_adapt import Schedule
 from bayesrank.posteriors.nuts_config import SUPPORT_BY_LINK as _SUPPORT_BY_LINK
@@ -116,7 +115,7 @@ class NumPyroModel(Part):
         dim: int | None = None,
         w_site: str = "w",
     ):
-        checked = nuts_config.check_options(
+        checked = nuts_config.valid_options(
             model, theta_site, reward_support=reward_support, n_max=n_max,
             num_warmup=num_warmup, steps_per_round=steps_per_round,
             readapt_start=readapt_start, readapt_growth=readapt_growth,
@@ -131,7 +130,7 @@ class NumPyroModel(Part):
         self._dim = 2 if dim is None else check_int(dim, "dim", low=1)
         self._cache: dict = {}
         self._export_cache: dict = {}
-        site_support = self._check_theta_site(self._dim)
+        site_support = self._trace_theta_site(self._dim)
         if link is None:
             link, inferred_support = infer_link(
                 model, theta_site, self._dim, self.w_site if self.latent_w else None
@@ -150,7 +149,7 @@ class NumPyroModel(Part):
         with MaskObserved(mask=mask):
             self.model(x, y)
 
-    def _check_theta_site(self, p: int):
+    def _trace_theta_site(self, p: int):
         """Trace the model on dummy (n, p) data (:func:`.nuts_sites.trace_theta_site`);
         sets ``latent_w`` and whether the latent supports are parameter-free."""
         site = trace_theta_site(self.model, self.theta_site, self.w_site, p)
@@ -214,7 +213,7 @@ class NumPyroModel(Part):
             ValueError: wrong shapes, or buffer overflow with ``overflow="raise"``.
         """
         n_max = state.x.shape[1]
-        x, y, valid = check_update(state, x, y, valid)
+        x, y, valid = valid_update(state, x, y, valid)
         concrete = not isinstance(state.n, jax.core.Tracer) and not isinstance(
             valid, jax.core.Tracer
         )
@@ -286,10 +285,7 @@ class NumPyroModel(Part):
     def data(self, state: NutsState, position: int) -> tuple[np.ndarray, np.ndarray]:
         """The observations held for ``position``: x (n, p), y (n,) as NumPy."""
         L = state.x.shape[0]
-        if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
-            raise TypeError(f"position: expected an int, got {position!r}")
-        if not 0 <= position < L:
-            raise ValueError(f"position: expected 0 <= position < {L}, got {position}")
+        position = check_position(position, L)
         n = min(int(state.n[position]), self.n_max)
         return np.asarray(state.x[position, :n]), np.asarray(state.y[position, :n])
 

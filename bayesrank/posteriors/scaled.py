@@ -56,31 +56,37 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part
+from bayesrank._validate import check_position, check_reward_support
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import gaussian
-from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import (
-    _check_discount,
-    _check_L_p,
-    _check_positive_scalar,
-    _check_prior,
     _ConjugateLinear,
     _host_rng,
     _jsonable,
+    _valid_discount,
+    _valid_L_p,
+    _valid_positive_scalar,
+    _valid_prior,
     accumulate,
     is_learnt,
 )
 from bayesrank.posteriors.w_prior import (
-    _check_parameters,
+    _refuse_bad_parameters,
     is_distribution,
     prior_config,
     prior_from_config,
     prior_range,
 )
 
-__all__ = ["GRID", "LearntScaleLinear", "LearntScaleState", "check_hyperprior",
-           "default_hyperprior", "is_learnt"]
+__all__ = [
+    "GRID",
+    "LearntScaleLinear",
+    "LearntScaleState",
+    "default_hyperprior",
+    "is_learnt",
+    "valid_hyperprior",
+]
 
 #: Grid nodes of log g (uniform in log g over the hyperprior's central 1 - 2e-6 mass).
 GRID = 160
@@ -140,7 +146,7 @@ def _hyper_grid(prior) -> tuple[np.ndarray, np.ndarray]:
     return log_g, logw - np.logaddexp.reduce(logw)
 
 
-def check_hyperprior(prior, name: str):
+def valid_hyperprior(prior, name: str):
     """A scalar NumPyro distribution on (0, inf) with finite quantiles, or None."""
     if prior is None:
         return None
@@ -160,7 +166,7 @@ def check_hyperprior(prior, name: str):
             f"with support {prior.support}"
         )
     try:
-        _check_parameters(prior)
+        _refuse_bad_parameters(prior)
     except ValueError as exc:
         raise ValueError(str(exc).replace("w:", f"{name}:", 1)) from None
     lo, hi = prior_range(prior)
@@ -246,15 +252,15 @@ class LearntScaleLinear(Part):
 
     def __init__(self, prior_mean=0.0, prior_scale=None, noise_scale=None, *,
                  discount=1.0):
-        self.prior_mean, _, self._p = _check_prior(prior_mean, 1.0)
+        self.prior_mean, _, self._p = _valid_prior(prior_mean, 1.0)
         self.fixed_scale = None
         # None, or (p, p): theta = m0 + shape z (a fixed per-coordinate prior scale)
         self.shape = None
         if prior_scale is None or is_distribution(prior_scale):
-            self.hyperprior = check_hyperprior(prior_scale, "prior_scale")
+            self.hyperprior = valid_hyperprior(prior_scale, "prior_scale")
             log_g, logw = _hyper_grid(self.hyperprior)
         else:  # fixed: only the noise is learnt (Normal-Inverse-Gamma, Jeffreys)
-            _, scale, p_scale = _check_prior(0.0, prior_scale)
+            _, scale, p_scale = _valid_prior(0.0, prior_scale)
             self._p = self._p if p_scale is None else p_scale
             if self._p is not None and np.ndim(self.prior_mean) == 1 \
                     and np.shape(self.prior_mean)[0] != self._p:
@@ -276,8 +282,8 @@ class LearntScaleLinear(Part):
                 "hyperprior of the noise use BayesGLM(noise_scale=...)"
             )
         self.noise_scale = (None if noise_scale is None
-                            else _check_positive_scalar(noise_scale, "noise_scale"))
-        self.discount = _check_discount(discount)
+                            else _valid_positive_scalar(noise_scale, "noise_scale"))
+        self.discount = _valid_discount(discount)
         self.log_g = np.asarray(log_g, float)
         self.log_w0 = np.asarray(logw, float)
 
@@ -300,7 +306,7 @@ class LearntScaleLinear(Part):
     # ----------------------------------------------------------------- state
     def init(self, L: int, p: int) -> LearntScaleState:
         """Empty sums for L positions: S (L, p, p), u (L, p), q and n (L,)."""
-        L, p = _check_L_p(L, p, self._p)
+        L, p = _valid_L_p(L, p, self._p)
         dtype = jnp.result_type(float)
         S = jnp.zeros((L, p, p), dtype)
         u = jnp.zeros((L, p), dtype)
@@ -310,7 +316,7 @@ class LearntScaleLinear(Part):
     def update(self, state: LearntScaleState, x, y, valid=None) -> LearntScaleState:
         """Fold one observation per position in, O(L p^2): x (L, p), y (L,),
         valid (L,) bool (False leaves the position exactly as it was)."""
-        x, y, valid = _ConjugateLinear._check_update_args(_Shim(state), x, y, valid)
+        x, y, valid = _ConjugateLinear._valid_update_args(_Shim(state), x, y, valid)
         old = state
         if self.discount != 1.0:
             g = jnp.asarray(self.discount, state.u.dtype)
@@ -509,9 +515,9 @@ class LearntScaleLinear(Part):
         :meth:`GaussianLinear.to_datatree` for ``data`` and the other arguments.
         """
         shim = _Shim(state)
-        pos = _ConjugateLinear._check_position(shim, position)
-        draws, chains = _ConjugateLinear._check_draws(draws, chains)
-        data = _ConjugateLinear._check_data(data, shim, pos)
+        pos = check_position(position, shim.b.shape[0])
+        draws, chains = _ConjugateLinear._valid_draws(draws, chains)
+        data = _ConjugateLinear._valid_data(data, shim, pos)
         N = chains * draws
         S, u, q, n = (np.asarray(a, float)[pos] for a in (
             state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo, state.n))

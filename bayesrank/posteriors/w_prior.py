@@ -13,8 +13,18 @@ import functools
 
 import numpy as np
 
-__all__ = ["SAVABLE", "check_w_batch", "check_w_prior", "is_distribution",
-           "prior_config", "prior_from_config", "prior_quantiles", "prior_range"]
+from bayesrank._validate import is_integer
+
+__all__ = [
+    "SAVABLE",
+    "is_distribution",
+    "prior_config",
+    "prior_from_config",
+    "prior_quantiles",
+    "prior_range",
+    "refuse_bad_w_batch",
+    "valid_w_prior",
+]
 
 #: Distributions a saved policy can rebuild: class name -> constructor parameters.
 #: Truncations (``TruncatedNormal(loc, scale, low=1)``, ``TruncatedDistribution`` of a
@@ -62,7 +72,7 @@ def is_distribution(obj) -> bool:
     return isinstance(obj, Distribution)
 
 
-def check_w_prior(prior, L: int | None):
+def valid_w_prior(prior, L: int | None):
     """Return ``prior`` if it is a usable prior on w for L positions, else raise.
 
     Raises:
@@ -92,13 +102,13 @@ def check_w_prior(prior, L: int | None):
             f"w: the prior's support must be the real line or an interval of it, got "
             f"{support}"
         )
-    check_w_batch(prior, L)
-    _check_parameters(prior)
-    _check_range(prior)
+    refuse_bad_w_batch(prior, L)
+    _refuse_bad_parameters(prior)
+    _refuse_unbounded(prior)
     return prior
 
 
-def check_w_batch(prior, L: int | None) -> None:
+def refuse_bad_w_batch(prior, L: int | None) -> None:
     """The prior's batch shape must be () or (L,) (raises ValueError naming w)."""
     batch = tuple(prior.batch_shape)
     if not (batch == () or (len(batch) == 1 and (L is None or batch[0] == L))):
@@ -106,7 +116,7 @@ def check_w_batch(prior, L: int | None) -> None:
         raise ValueError(f"w: the prior's batch shape must be {want}, got {batch}")
 
 
-def _check_parameters(prior) -> None:
+def _refuse_bad_parameters(prior) -> None:
     """Every parameter finite and inside its constraint (NaN loc, a negative scale,
     ``Uniform(2, 1)``), also for priors built with ``validate_args=False``, and for
     the base of a truncated or expanded distribution."""
@@ -125,7 +135,7 @@ def _check_parameters(prior) -> None:
             raise ValueError(f"w: the prior's {name} must satisfy {c}, got {v.tolist()}")
     base = getattr(prior, "base_dist", None)
     if base is not None:
-        _check_parameters(base)
+        _refuse_bad_parameters(base)
     lo = getattr(prior.support, "lower_bound", None)
     hi = getattr(prior.support, "upper_bound", None)
     if lo is not None and hi is not None and np.any(np.asarray(lo) >= np.asarray(hi)):
@@ -196,7 +206,7 @@ def prior_range(prior):
             np.broadcast_to(mean + 10 * sd, prior.batch_shape))
 
 
-def _check_range(prior) -> None:
+def _refuse_unbounded(prior) -> None:
     """The grid needs a finite range holding the prior (:func:`prior_range`)."""
     lo, hi = prior_range(prior)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
@@ -288,7 +298,7 @@ def prior_from_config(cfg, _depth: int = 0):
             and set(params) == {"batch_shape"}:
         shape = params["batch_shape"]
         if not (isinstance(shape, list) and len(shape) <= 1 and all(
-                isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 2**20
+                is_integer(n) and 1 <= n <= 2**20
                 for n in shape)):
             raise ValueError(
                 f"w_prior: batch_shape must be [] or [L] with L >= 1, got {shape!r}"

@@ -16,6 +16,7 @@ import numpy as np
 
 from bayesrank._validate import (
     check_array,
+    check_bool,
     check_int,
     check_lists,
     check_real,
@@ -210,8 +211,7 @@ class ClickEnv:
         Returns:
             items (L,) int32 array and its value (a scalar array).
         """
-        if not isinstance(distinct, (bool, np.bool_)):
-            raise TypeError(f"distinct: expected a bool, got {type(distinct).__name__}")
+        check_bool(distinct, "distinct")
         K, L = self.K, self.L
         if distinct and L > K:
             raise ValueError(

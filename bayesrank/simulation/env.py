@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_array, check_lists, check_seed
+from bayesrank._validate import check_array, check_int, check_lists, check_seed
 from bayesrank.datasets import obd_position_clicks
 from bayesrank.decoding.api import best_list
 from bayesrank.decoding.backward import backward_dense
@@ -156,12 +156,7 @@ class RankingEnv:
         w_l ~ Uniform(-w_max, w_max); v0 = 0 unless given.
         """
         for name, val in (("K", K), ("L", L), ("d", d)):
-            if (
-                isinstance(val, bool)
-                or not isinstance(val, (int, np.integer))
-                or val < 1
-            ):
-                raise ValueError(f"{name}: expected a positive integer, got {val!r}")
+            check_int(val, name, low=1)
         if d < 2:
             raise ValueError(f"d: the paper's generator needs d >= 2, got {d}")
         if not np.isfinite(w_max) or w_max < 0:
@@ -249,8 +244,7 @@ class RankingEnv:
 
         V = check_array(items, "items", ndim=2)
         K, d = V.shape
-        if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
-            raise ValueError(f"L: expected a positive integer, got {L!r}")
+        L = check_int(L, "L", low=1)
         if K < 1 or d < 1:
             raise ValueError(
                 f"items: expected a (K, d) array with K, d >= 1, got {V.shape}"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesrank._validate import check_int
+
 __all__ = [
     "COLORS",
     "LINESTYLES",
@@ -18,9 +20,9 @@ __all__ = [
     "coinciding",
     "color_for",
     "figure_styles",
-    "style_for",
     "regret_curves",
     "save",
+    "style_for",
     "tightness",
     "timing_table",
     "trailing_mean",
@@ -147,12 +149,7 @@ def trailing_mean(r, window: int):
         >>> trailing_mean(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
         [1.0, 1.5, 2.5, 3.5]
     """
-    if (
-        isinstance(window, bool)
-        or not isinstance(window, (int, np.integer))
-        or window < 1
-    ):
-        raise ValueError(f"window: expected a positive integer, got {window!r}")
+    window = check_int(window, "window", low=1)
     c = np.cumsum(r, axis=-1)
     out = c.copy()
     out[..., window:] = c[..., window:] - c[..., :-window]

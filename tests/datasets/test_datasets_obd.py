@@ -114,21 +114,21 @@ def test_package_data_globs_cover_every_vendored_file():
 
 
 @pytest.mark.parametrize(
-    "kwargs, argname",
+    "kwargs, argname, exc",
     [
-        ({"campaign": "kids"}, "campaign"),
-        ({"campaign": None}, "campaign"),
-        ({"policy": "bts"}, "policy"),
-        ({"d": 0}, "d"),
-        ({"d": 42}, "d"),
-        ({"campaign": "men", "d": 29}, "d"),
-        ({"d": 2.5}, "d"),
-        ({"d": True}, "d"),
-        ({"d": "3"}, "d"),
+        ({"campaign": "kids"}, "campaign", ValueError),
+        ({"campaign": None}, "campaign", ValueError),
+        ({"policy": "bts"}, "policy", ValueError),
+        ({"d": 0}, "d", ValueError),
+        ({"d": 42}, "d", ValueError),
+        ({"campaign": "men", "d": 29}, "d", ValueError),
+        ({"d": 2.5}, "d", TypeError),  # the wrong kind: a TypeError (_validate)
+        ({"d": True}, "d", TypeError),
+        ({"d": "3"}, "d", TypeError),
     ],
 )
-def test_bad_arguments_name_the_argument(kwargs, argname):
-    with pytest.raises(ValueError, match=rf"^{argname}:"):
+def test_bad_arguments_name_the_argument(kwargs, argname, exc):
+    with pytest.raises(exc, match=rf"^{argname}:"):
         br.datasets.obd_items(**kwargs)
 
 

@@ -356,7 +356,7 @@ def test_search_with_separable_scores_equals_dense_search():
             "mask",
         ),
         (np.zeros(3), np.zeros((1, 3, 3)), {"top_k": 0}, ValueError, "top_k"),
-        (np.zeros(3), np.zeros((1, 3, 3)), {"top_k": 1.5}, ValueError, "top_k"),
+        (np.zeros(3), np.zeros((1, 3, 3)), {"top_k": 1.5}, TypeError, "top_k"),
         (np.full(2, -np.inf), np.zeros((1, 2, 2)), {}, ValueError, "-inf"),
     ],
 )

@@ -41,8 +41,8 @@ def test_cascade_log_updates_only_examined_positions():
      ([True], 3, TypeError, "first_click: expected integer positions"),
      (["1"], 3, TypeError, "first_click: expected integer positions"),
      ([[0]], 3, ValueError, "first_click: expected shape (n,)"),
-     ([0], 0, ValueError, "L: expected a positive integer"),
-     ([0], 2.0, ValueError, "L: expected a positive integer")],
+     ([0], 0, ValueError, "L: expected an integer >= 1"),
+     ([0], 2.0, TypeError, "L: expected an integer, got float")],
 )
 def test_bad_cascade_input(clicks, L, exc, words):
     with pytest.raises(exc) as info:

@@ -308,7 +308,7 @@ BAD_CONTEXT = [
     ("select", {"mask": np.ones(6)}, ValueError, "mask: expected a"),
     ("select", {"mask": np.zeros(6, bool)}, ValueError, "mask: each request needs"),
     ("select_batch", {}, ValueError, "n: expected a positive number"),
-    ("select_batch", {"n": 0}, ValueError, "n: expected a positive number"),
+    ("select_batch", {"n": 0}, ValueError, "n: expected an integer >= 1"),
     ("select_batch", {"v0": np.ones(3)}, ValueError, r"v0: expected shape \(B, d\)"),
     ("select_batch", {"v0": np.ones((2, 3)), "mask": np.ones((3, 6), bool)},
      ValueError, "mask: expected 2 rows"),

@@ -196,18 +196,19 @@ def test_bad_input_raises_naming_the_argument(kwargs, err, match):
 
 
 @pytest.mark.parametrize(
-    "kwargs,match",
+    "kwargs,exc,match",
     [
-        ({"K": 0}, "K"),
-        ({"L": 1.5}, "L"),
-        ({"d": 1}, "d"),
-        ({"w_max": -1.0}, "w_max"),
-        ({"w_max": float("nan")}, "w_max"),
-        ({"seed": -1}, "^seed: expected an integer >= 0, got -1$"),
+        ({"K": 0}, ValueError, "^K: expected an integer >= 1"),
+        ({"L": 1.5}, TypeError, "^L: expected an integer, got float"),  # wrong kind
+        ({"L": True}, TypeError, "^L: expected an integer, got bool"),
+        ({"d": 1}, ValueError, "d"),
+        ({"w_max": -1.0}, ValueError, "w_max"),
+        ({"w_max": float("nan")}, ValueError, "w_max"),
+        ({"seed": -1}, ValueError, "^seed: expected an integer >= 0, got -1$"),
     ],
 )
-def test_paper_rejects_bad_sizes(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_paper_rejects_bad_sizes(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
         RankingEnv.paper(**kwargs)
 
 

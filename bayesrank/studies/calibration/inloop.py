@@ -150,7 +150,7 @@ class _Truth(NamedTuple):
         return self.gen.rewards(key, self.params, self.features(shown))
 
 
-def _check_rounds(rounds) -> tuple:
+def _valid_rounds(rounds) -> tuple:
     rounds = tuple(int(r) for r in rounds)
     if not rounds or any(r < 1 for r in rounds) or list(rounds) != sorted(set(rounds)):
         raise ValueError(f"rounds: expected increasing positive ints, got {rounds}")
@@ -205,7 +205,7 @@ def run_inloop(
         >>> bool(((res.ranks >= 0) & (res.ranks <= 9)).all())
         True
     """
-    rounds = _check_rounds(rounds)
+    rounds = _valid_rounds(rounds)
     T = rounds[-1]
     L, p = design.L, design.d
     run = jax.jit(lambda k: bandit_run(k, model, T=T, design=design,

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._validate import check_int
 from bayesrank.posteriors.base import update_many
 from bayesrank.studies.calibration.generative import (
     Design,
@@ -133,11 +134,10 @@ def posterior_draws(key, model, state, *, draws: int, thin_every: int = 1,
     return thin(thetas, thin_every, skip=warmup)
 
 
-def _check_counts(**kw):
+def _refuse_bad_counts(**kw):
     for name, v in kw.items():
         low = 0 if name == "warmup" else 1
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-            raise ValueError(f"{name}: expected an int >= {low}, got {v!r}")
+        check_int(v, name, low=low)
 
 
 def run_sbc(
@@ -183,7 +183,7 @@ def run_sbc(
         >>> bool(((res.ranks >= 0) & (res.ranks <= 9)).all())
         True
     """
-    _check_counts(n_obs=n_obs, n_sims=n_sims, draws=draws, thin_every=thin_every,
+    _refuse_bad_counts(n_obs=n_obs, n_sims=n_sims, draws=draws, thin_every=thin_every,
                   warmup=warmup, batch=batch)
     gen = generative_for(model) if generative is None else generative
     L, p = design.L, design.d

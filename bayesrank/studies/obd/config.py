@@ -32,9 +32,9 @@ __all__ = [
     "Entry",
     "StudyConfig",
     "build_env",
-    "check_cfg",
     "policy_factories",
     "prior_scales",
+    "refuse_bad_cfg",
 ]
 
 
@@ -43,10 +43,10 @@ class StudyConfig(NamedTuple):
 
     Example:
         >>> cfg = StudyConfig(w_max=(0.0, 2.0), T=100, runs=2)
-        >>> check_cfg(cfg)
+        >>> refuse_bad_cfg(cfg)
         >>> cfg.T, cfg.runs, cfg.d, QUICK.T, FULL.T
         (100, 2, 10, 300, 1500)
-        >>> cfg._replace(runs=0).runs  # invalid: check_cfg would raise ValueError
+        >>> cfg._replace(runs=0).runs  # invalid: refuse_bad_cfg would raise ValueError
         0
     """
 
@@ -215,7 +215,7 @@ def build_env(cfg: StudyConfig, w_max: float):
     )
 
 
-def check_cfg(cfg: StudyConfig) -> None:
+def refuse_bad_cfg(cfg: StudyConfig) -> None:
     if not isinstance(cfg, StudyConfig):
         raise TypeError(f"cfg: expected a StudyConfig, got {type(cfg).__name__}")
     for name in ("T", "runs", "steps_per_round"):

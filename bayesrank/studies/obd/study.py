@@ -46,9 +46,9 @@ from bayesrank.studies.obd.config import (
     Entry,
     StudyConfig,
     build_env,
-    check_cfg,
     policy_factories,
     prior_scales,
+    refuse_bad_cfg,
 )
 
 __all__ = [
@@ -91,7 +91,7 @@ def run_obd_study(
         skipped here):
 
         >>> cfg = StudyConfig(w_max=(1.0,), T=20, runs=2)
-        >>> check_cfg(cfg)
+        >>> refuse_bad_cfg(cfg)
         >>> res = run_obd_study("out", cfg=cfg, names=["RankUCB"],
         ...                     progress=False)  # doctest: +SKIP
         >>> res["regret"].sizes  # doctest: +SKIP
@@ -100,7 +100,7 @@ def run_obd_study(
     import xarray as xr
 
     cfg = (QUICK if quick else FULL) if cfg is None else cfg
-    check_cfg(cfg)
+    refuse_bad_cfg(cfg)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

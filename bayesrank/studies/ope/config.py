@@ -10,7 +10,7 @@ Example:
     >>> from bayesrank.studies.ope import config as ope_config
     >>> sorted(ope_config.LOGGERS)
     ['epsilon_greedy', 'uniform']
-    >>> ope_config.check_cfg(ope_config.QUICK)
+    >>> ope_config.refuse_bad_cfg(ope_config.QUICK)
     >>> [v.label for v in ope_config.estimator_variants() if v.name == "pair_ips"]
     ['pair_ips', 'pair_ips_sn']
 """
@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesrank import ope
-from bayesrank._validate import check_int, check_real
+from bayesrank._validate import check_int, check_real, is_bool
 from bayesrank.datasets.obd import CAMPAIGNS
 from bayesrank.ope import EpsilonGreedyLogger, UniformLogger
 from bayesrank.simulation.env import RankingEnv
@@ -39,9 +39,9 @@ __all__ = [
     "Variant",
     "build_env",
     "build_logger",
-    "check_cfg",
     "estimator_variants",
     "greedy_list",
+    "refuse_bad_cfg",
 ]
 
 
@@ -51,7 +51,7 @@ class OPEStudyConfig(NamedTuple):
     Example:
         >>> cfg = OPEStudyConfig(K=(5,), L=(2,), n=(100,), logs=2, ts_K=0,
         ...                      obd_campaigns=())
-        >>> check_cfg(cfg)
+        >>> refuse_bad_cfg(cfg)
         >>> cfg.loggers, QUICK.n
         (('uniform', 'epsilon_greedy'), (1000, 3000, 10000))
     """
@@ -249,11 +249,11 @@ def _int(cfg, name: str, low: int) -> None:
     check_int(getattr(cfg, name), f"cfg.{name}", low=low)
 
 
-def check_cfg(cfg: OPEStudyConfig) -> None:
+def refuse_bad_cfg(cfg: OPEStudyConfig) -> None:
     """Raise ValueError/TypeError naming the first bad field (``cfg.<field>: ...``).
 
     Example:
-        >>> check_cfg(QUICK._replace(logs=1))
+        >>> refuse_bad_cfg(QUICK._replace(logs=1))
         Traceback (most recent call last):
         ...
         ValueError: cfg.logs: expected an integer >= 2, got 1
@@ -267,7 +267,7 @@ def check_cfg(cfg: OPEStudyConfig) -> None:
     if (
         not isinstance(w, tuple)
         or not w
-        or any(isinstance(x, bool) or not isinstance(x, numbers.Real) for x in w)
+        or any(is_bool(x) or not isinstance(x, numbers.Real) for x in w)
         or any(not np.isfinite(x) or x < 0 for x in w)
         or len(set(w)) != len(w)
     ):

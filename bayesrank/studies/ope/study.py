@@ -57,8 +57,8 @@ from bayesrank.studies.ope.config import (
     OPEStudyConfig,
     build_env,
     build_logger,
-    check_cfg,
     estimator_variants,
+    refuse_bad_cfg,
 )
 
 __all__ = [
@@ -451,7 +451,7 @@ def run_ope_study(
         True
     """
     cfg = (QUICK if quick else FULL) if cfg is None else cfg
-    check_cfg(cfg)
+    refuse_bad_cfg(cfg)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesrank._validate import check_int, check_real
 from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
@@ -86,10 +87,8 @@ def run_demo(
 ):
     """Run the demo, print a summary table, write ``regret.png`` and ``results.nc``."""
     for name, val in (("K", K), ("T", T), ("runs", runs)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {val!r}")
-    if not (isinstance(w_max, (int, float)) and math.isfinite(w_max) and w_max >= 0):
-        raise ValueError(f"w_max: expected a finite number >= 0, got {w_max!r}")
+        check_int(val, name, low=1)
+    check_real(w_max, "w_max", low=0)
     if quick:
         K, T, runs = min(K, 20), min(T, 200), min(runs, 4)
     out = Path(out)

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from bayesrank._validate import check_int, check_real
+from bayesrank._validate import check_int, check_real, is_bool
 from bayesrank.studies.sensitivity.grid import (
     HYPERPRIORS,
     NUTS_OPTION_KEYS,
@@ -141,7 +141,7 @@ class SweepSpec:
     def with_settings(self, **changes) -> SweepSpec:
         """A copy with some settings replaced (validated again)."""
         s = replace(self.settings, **changes)
-        _check_settings_against_cells(s, self.cells)
+        _refuse_settings_beyond_cells(s, self.cells)
         return SweepSpec(s, self.cells, self.source)
 
 
@@ -236,7 +236,7 @@ def _settings(table: Mapping, prefix: str = "sweep.") -> dict:
                 raise _err(key, f"expected quantiles in [0, 1], got {vals}")
             out[k] = tuple(sorted(set(qs)))
         elif k == "save_posteriors":
-            if not isinstance(v, bool):
+            if not is_bool(v):
                 raise _err(key, f"expected true or false, got {v!r}")
             out[k] = v
         elif k == "executor":
@@ -318,7 +318,7 @@ def _prior_block(name: str, table: Mapping) -> list[PriorSpec]:
         for k, v in opts.items():
             key = f"{prefix}nuts.{k}"
             if k == "dense_mass":
-                if not isinstance(v, bool):
+                if not is_bool(v):
                     raise _err(key, f"expected true or false, got {v!r}")
             elif k in ("readapt_growth",):
                 _float(v, key, lo=1.0 + 1e-12)
@@ -334,7 +334,7 @@ def _prior_block(name: str, table: Mapping) -> list[PriorSpec]:
     ]
 
 
-def _check_settings_against_cells(s: SweepSettings, cells) -> None:
+def _refuse_settings_beyond_cells(s: SweepSettings, cells) -> None:
     if s.positions is not None:
         min_L = min(c.env.L for c in cells)
         bad = [p for p in s.positions if p >= min_L]
@@ -425,7 +425,7 @@ def parse_config(config: Mapping, *, quick: bool = False) -> SweepSpec:
             itertools.product(priors, enumerate(envs))
         )
     )
-    _check_settings_against_cells(s, cells)
+    _refuse_settings_beyond_cells(s, cells)
     return SweepSpec(s, cells, dict(config))
 
 

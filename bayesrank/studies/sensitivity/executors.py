@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 
+from bayesrank._validate import check_int
+
 __all__ = ["DaskExecutor", "LocalExecutor", "make_executor"]
 
 
@@ -76,8 +78,7 @@ class DaskExecutor:
         self, scheduler: str | None = None, workers: int = 2, processes: bool = True
     ):
         distributed = _require_distributed()
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers: expected a positive integer, got {workers!r}")
+        check_int(workers, "workers", low=1)
         self._cluster = None
         if scheduler:
             self.client = distributed.Client(scheduler)

@@ -370,7 +370,7 @@ def test_cli_parses_study_ope(tmp_path):
 def test_bad_config_values_name_the_field(field, value, tmp_path):
     cfg = TINY._replace(**{field: value})
     with pytest.raises((TypeError, ValueError), match=rf"^cfg\.{field}:"):
-        ope_config.check_cfg(cfg)
+        ope_config.refuse_bad_cfg(cfg)
     out = tmp_path / "never"
     with pytest.raises((TypeError, ValueError), match=rf"^cfg\.{field}:"):
         ope_study.run_ope_study(out, cfg=cfg, progress=False)
@@ -379,7 +379,7 @@ def test_bad_config_values_name_the_field(field, value, tmp_path):
 
 def test_wrong_config_type_and_unknown_logger():
     with pytest.raises(TypeError, match="^cfg:"):
-        ope_config.check_cfg({"K": (3,)})
+        ope_config.refuse_bad_cfg({"K": (3,)})
     env = ope_config.build_env(TINY, 3, 2, 0.0)
     with pytest.raises(ValueError, match="^logger:"):
         ope_config.build_logger("softmax", env, TINY)
