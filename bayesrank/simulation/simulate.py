@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from bayesrank._progress import progress
-from bayesrank._validate import check_seed
+from bayesrank._validate import check_int, check_seed
 from bayesrank._version import __version__
 from bayesrank.decoding.backward import pick
 from bayesrank.policies.context import Context
@@ -211,15 +211,10 @@ def simulate(
         if not callable(fac):
             raise TypeError(f"policies[{name!r}]: expected a callable seed -> policy")
     seed = check_seed(seed)
-    for name, val in (("T", T), ("runs", runs), ("workers", workers)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {val!r}")
-    if chunk_runs is not None and (
-        isinstance(chunk_runs, bool)
-        or not isinstance(chunk_runs, (int, np.integer))
-        or chunk_runs < 1
-    ):
-        raise ValueError(f"chunk_runs: expected a positive integer, got {chunk_runs!r}")
+    T, runs, workers = (check_int(v, n, low=1) for v, n in
+                        ((T, "T"), (runs, "runs"), (workers, "workers")))
+    if chunk_runs is not None:
+        chunk_runs = check_int(chunk_runs, "chunk_runs", low=1)
 
     if users not in USERS:
         raise ValueError(f"users: expected one of {USERS}, got {users!r}")
