@@ -5,7 +5,9 @@ per-position scores ``s_1(a^1) + sum_{l>=2} s_l(a^{l-1}, a^l)``, so the longest 
 a max-sum dynamic programme over a chain. Every method below is exact; they differ in
 which score structure they exploit. :func:`best_list` is the user's entry point (dense
 tables); :func:`decode_tables` is the dispatcher every policy calls, which picks the
-method from the tables' kind (fixed at trace time), the item count K and ``distinct``.
+method from a static :class:`~.spec.DecodeSpec` (the tables' kind, link, ``distinct``;
+fixed at trace time) and the item count K. The tables are NamedTuples of arrays
+(:mod:`~.spec`: separable, monotone, bonus, window), never objects of the policies.
 
 ============================  ======================================  ==================  ===========================================
 module                        who reaches it                          cost                why it is exact
@@ -32,11 +34,27 @@ module                        who reaches it                          cost      
 ============================  ======================================  ==================  ===========================================
 
 Score tables come from :mod:`bayesrank.model.scores` (``<theta, v_j> + w <theta, v_i>``
-through the link); input checks and masks from :mod:`~.checks`. Masked items get
-``-inf`` and are never ranked.
+through the link); input checks and masks from :mod:`~.checks`; the host DP step of
+monotone links in :mod:`~.front` and the host chain driver in :mod:`~.host_chain`.
+Masked items get ``-inf`` and are never ranked.
 """
 
 from bayesrank.decoding.api import best_list
 from bayesrank.decoding.dispatch import decode_tables
+from bayesrank.decoding.spec import (
+    BonusTables,
+    DecodeSpec,
+    MonotoneTables,
+    SeparableTables,
+    WindowScores,
+)
 
-__all__ = ["best_list", "decode_tables"]
+__all__ = [
+    "BonusTables",
+    "DecodeSpec",
+    "MonotoneTables",
+    "SeparableTables",
+    "WindowScores",
+    "best_list",
+    "decode_tables",
+]

@@ -71,20 +71,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank.decoding.checks import as_float
-from bayesrank.decoding.monotone import (
+from bayesrank.decoding.front import (
     CHUNK,
-    _first_or_raise,
-    _host_mask,
-    _host_values,
     _step,
-    backward_chain,
-    backward_in_jit,
-    chain_decode,
     front_step,
     np_link,
     resolve_step_links,
-    search_with_rows,
+)
+from bayesrank.decoding.host_chain import (
+    _first_or_raise,
+    _host_mask,
+    _host_values,
+    backward_chain,
+    backward_in_jit,
+    chain_decode,
     valid_scale_inputs,
+    search_with_rows,
 )
 from bayesrank.model.links import Link
 

@@ -1,4 +1,8 @@
-"""One decoder for every policy: the exact best list under a tables part's scores.
+"""One decoder for every policy: the exact best list under score tables given as arrays.
+
+The entry, :func:`decode_tables`, takes a static :class:`~bayesrank.decoding.spec.DecodeSpec`
+and the tables as a NamedTuple of arrays (:mod:`bayesrank.decoding.spec`); it reads no
+object of the layers above.
 
 Pairwise kinds are decoded by the *backward* max-sum DP of :mod:`bayesrank.decoding.backward`
 (positions L..2), which does not involve position 1: ``H_l(i)`` is the best total of
@@ -8,7 +12,7 @@ depends on the request's v0, a batch of requests with a shared mask and a shared
 (deterministic) estimate shares the backward pass: O(L K^2) once (O(L K) when
 separable) plus O(K + L) per request.
 
-Dispatch (fixed at trace time by the part's kind and ``distinct``):
+Dispatch (fixed at trace time by the spec's kind, link and ``distinct``):
 
 * separable: O(L K) backward pass; ``distinct=True``: the exact host search of
   :func:`bayesrank.decoding.search.separable_search_decode`;
@@ -39,7 +43,7 @@ Dispatch (fixed at trace time by the part's kind and ``distinct``):
 * window (S > 2): :func:`bayesrank.decoding.window.window_decode`, O(L K^S), at any K (no fast
   path).
 
-``method`` ("auto", "fast" or "dense") overrides the K threshold for the monotone and
+``spec.method`` ("auto", "fast" or "dense") overrides the K threshold for the monotone and
 bonus kinds without ``distinct`` ("fast" is exact too, at any K; it runs through
 ``jax.pure_callback``). The fast paths return an exact best list whose value equals
 the dense DP's; among tied lists they may pick another one than the dense DP.
@@ -63,6 +67,7 @@ from bayesrank.decoding.dense import decode_in_jit
 from bayesrank.decoding.monotone import monotone_backward_in_jit
 from bayesrank.decoding.native import ucb_backward_fast
 from bayesrank.decoding.separable import separable_in_jit
+from bayesrank.decoding.spec import METHODS, DecodeSpec, valid_spec, dense_pairs
 from bayesrank.decoding.window import window_decode
 
 __all__ = [
@@ -103,7 +108,6 @@ FAST_K_PREFIX = 512
 #: this size, in early and late rounds alike (figures: docs/performance.md, "Why the
 #: code is written this way"; ``benchmarks/decode_scale.py``).
 FAST_K_NATIVE = 256
-METHODS = ("auto", "fast", "dense")
 
 
 def identity_ucb_threshold() -> int:
@@ -113,48 +117,52 @@ def identity_ucb_threshold() -> int:
     return FAST_K_NATIVE if native.in_use() else FAST_K_PREFIX
 
 
-def use_fast(part, K: int, method: str = "auto") -> bool:
-    """Whether a pairwise part of K items takes a fast (no K x K) backward pass."""
-    if method not in METHODS:
-        raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
-    if part.kind not in ("monotone", "bonus") or method == "dense":
+def use_fast(spec: DecodeSpec, K: int) -> bool:
+    """Whether pairwise tables of K items under ``spec`` take a fast (no K x K)
+    backward pass (the kind and ``spec.method`` decide, then K and the backend)."""
+    valid_spec(spec)
+    kind, method = spec.kind, spec.method
+    if kind not in ("monotone", "bonus") or method == "dense":
         return False
     if method == "fast":
         return True
     if jax.default_backend() == "cpu":
-        if part.kind == "monotone":
+        if kind == "monotone":
             return K >= min(FAST_K_MONOTONE, FAST_K)
-        if part.link.name == "identity":
+        if spec.link.name == "identity":
             return K >= min(identity_ucb_threshold(), FAST_K)
     return K >= FAST_K
 
 
-def backward(part, rest, mask, *, method: str = "auto") -> Backward:
-    """The backward pass of a pairwise part; mask (K,) bool."""
-    if part.kind == "separable":
-        return backward_separable(*part.separable(rest), mask)
-    if use_fast(part, mask.shape[-1], method):
-        if part.kind == "monotone":
-            to_go, ptr, _ = monotone_backward_in_jit(*part.factors(rest), part.link, mask)
-        elif part.link.name == "identity":
-            to_go, ptr, _ = ucb_backward_fast(*part.factors(rest), mask)
+def backward(spec: DecodeSpec, tables, mask) -> Backward:
+    """The backward pass of pairwise tables (a NamedTuple of :mod:`~.spec`); mask (K,)
+    bool."""
+    valid_spec(spec, tables)
+    if spec.kind == "separable":
+        return backward_separable(tables.A, tables.B, mask)
+    if use_fast(spec, mask.shape[-1]):
+        if spec.kind == "monotone":
+            to_go, ptr, _ = monotone_backward_in_jit(*tables, spec.link, mask)
+        elif spec.link.name == "identity":
+            to_go, ptr, _ = ucb_backward_fast(*tables, mask)
         else:
-            to_go, ptr, _ = ucb_backward_in_jit(*part.factors(rest), part.link, mask)
+            to_go, ptr, _ = ucb_backward_in_jit(*tables, spec.link, mask)
         return Backward(to_go, ptr)
-    return backward_dense(part.dense(rest), mask)
+    return backward_dense(dense_pairs(spec, tables), mask)
 
 
-def decode_tables(part, first, rest, mask, *, distinct: bool, method: str = "auto"):
+def decode_tables(spec: DecodeSpec, first, tables, mask):
     """Exact best list of one request: ``(items (L,) int32, value ())``.
 
     Args:
-        part: a tables part (its ``kind`` picks the route).
-        first: (K,) position 1's scores (None for window parts).
-        rest: the part's positions 2..L (window parts: the list of tables).
-        mask: (K,) bool, True where an item may be shown.
-        distinct: forbid repeated items (pairwise kinds only).
-        method: "auto" (fast path from :data:`FAST_K` items, from
+        spec: a :class:`~bayesrank.decoding.spec.DecodeSpec` (static): its ``kind``
+            picks the route, ``distinct`` forbids repeated items (pairwise kinds
+            only), ``method`` is "auto" (fast path from :data:`FAST_K` items, from
             :data:`FAST_K_MONOTONE` for the monotone kind on CPU), "fast" or "dense".
+        first: (K,) position 1's scores (None for the window kind).
+        tables: the NamedTuple of the spec's kind (:mod:`bayesrank.decoding.spec`)
+            for positions 2..L, or :class:`~bayesrank.decoding.spec.WindowScores`.
+        mask: (K,) bool, True where an item may be shown.
 
     Example:
         The tables RankUCB maximised in one round, decoded again, and checked
@@ -162,26 +170,26 @@ def decode_tables(part, first, rest, mask, *, distinct: bool, method: str = "aut
 
         >>> import jax, numpy as np, bayesrank as br
         >>> from bayesrank.decoding import decode_tables
+        >>> from bayesrank.decoding.spec import dense_pairs
         >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
         >>> core = br.RankUCB(items=env.items, w=env.w, alpha=1.0).core
         >>> ctx = br.policies.Context(v0=env.v0, mask=jax.numpy.ones(10, bool))
         >>> state, sel = core.select(jax.random.key(0), core.init(), ctx)
         >>> rest = core.tables.rest(sel.params, state.items)
         >>> first = core.tables.first(sel.params, state.items, rest, env.v0)
-        >>> items, value = decode_tables(core.tables, first, rest, ctx.mask,
-        ...                              distinct=False)
+        >>> spec, tables = core.tables.spec(), core.tables.decodable(rest)
+        >>> items, value = decode_tables(spec, first, tables, ctx.mask)
         >>> items.tolist() == sel.items.tolist()
         True
-        >>> pairs = np.asarray(core.tables.dense(rest))
-        >>> _, best = br.best_list(np.asarray(first), pairs)
+        >>> _, best = br.best_list(np.asarray(first), np.asarray(dense_pairs(spec, tables)))
         >>> bool(np.isclose(value, best, rtol=1e-5))
         True
     """
-    if part.kind == "window":
-        return window_decode(rest, mask=mask)
-    if distinct:
-        if part.kind == "separable":
-            A, B = part.separable(rest)
-            return separable_in_jit(first, A, B, distinct=True, mask=mask)
-        return decode_in_jit(first, part.dense(rest), distinct=True, mask=mask)
-    return pick(first, backward(part, rest, mask, method=method), mask)
+    valid_spec(spec, tables)
+    if spec.kind == "window":
+        return window_decode(tables.scores, mask=mask)
+    if spec.distinct:
+        if spec.kind == "separable":
+            return separable_in_jit(first, tables.A, tables.B, distinct=True, mask=mask)
+        return decode_in_jit(first, dense_pairs(spec, tables), distinct=True, mask=mask)
+    return pick(first, backward(spec, tables, mask), mask)

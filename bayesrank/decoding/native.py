@@ -20,7 +20,7 @@ without square roots skips the exact scores when no column can beat the best:
 ``|a|^2 + 2 a.b + |b|^2``; the screen widens ``c^2`` by a relative 1e-10 in float64,
 1e-5 in float32, so rounding cannot drop a winner). The maxima are rescored with the
 direct norm, as in the compiled search. Ties: some maximiser. Like the dense tables
-(:func:`bayesrank.policies.bonus.dense_bonus`), the choice is made in the Gram form:
+(:func:`bayesrank.decoding.spec.dense_bonus`), the choice is made in the Gram form:
 where a pair nearly cancels (``a_j ~ -b_i``) its norm carries an absolute error of
 about ``sqrt(eps (|a|^2 + |b|^2))``, so two such pairs closer than that may be
 ranked either way (about 3e-4 |a| in float32, 2e-8 |a| in float64).
@@ -69,7 +69,7 @@ import numpy as np
 
 from bayesrank._validate import check_array
 from bayesrank.decoding.checks import as_float
-from bayesrank.decoding.monotone import backward_in_jit
+from bayesrank.decoding.host_chain import backward_in_jit
 from bayesrank.decoding.prefix import ucb_backward_prefix
 
 try:  # built at install time when a C compiler is present

@@ -20,9 +20,15 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bayesrank._static import Part
+from bayesrank.decoding.spec import (
+    BonusTables,
+    SeparableTables,
+    WindowScores,
+    apply_link,
+)
+from bayesrank.decoding.spec import dense_bonus as _dense_bonus
 from bayesrank.model import scores
-from bayesrank.policies.tables import apply_link
+from bayesrank.policies.tables import TablesPart
 from bayesrank.policies.width import lemma1_width
 from bayesrank.posteriors.linalg import whiten
 
@@ -93,12 +99,7 @@ def _whiten_all(chol, rhs):
 
 def dense_bonus(rest: BonusRest, link):
     """(L-1, K, K) optimistic tables from the factored form."""
-    na = jnp.sum(rest.Ua * rest.Ua, axis=1)  # (L-1, K)
-    nb = jnp.sum(rest.Ub * rest.Ub, axis=1)
-    cross = jnp.einsum("lqi,lqj->lij", rest.Ub, rest.Ua)  # (L-1, K_prev, K_next)
-    sq = jnp.maximum(na[:, None, :] + 2.0 * cross + nb[:, :, None], 0.0)
-    z = rest.A[:, None, :] + rest.B[:, :, None] + rest.c[:, None, None] * jnp.sqrt(sq)
-    return apply_link(link, z)
+    return _dense_bonus(BonusTables(rest.A, rest.B, rest.Ua, rest.Ub, rest.c), link)
 
 
 def _first_bonus(rest: BonusRest, params: UCBParams, z0, mean, link):
@@ -107,7 +108,7 @@ def _first_bonus(rest: BonusRest, params: UCBParams, z0, mean, link):
     return apply_link(link, mean + params.width[0] * jnp.sqrt(jnp.maximum(sq, 0.0)))
 
 
-class UCBTables(Part):
+class UCBTables(TablesPart):
     """RankUCB's optimistic scores for known weights w (L,).
 
     With ``w = 0`` at positions 2..L the scores do not depend on the previous item
@@ -146,14 +147,15 @@ class UCBTables(Part):
         (what the decoders at catalogue scale read instead of :meth:`dense`)."""
         return rest.A, rest.B, rest.Ua, rest.Ub, rest.c
 
-    def dense(self, rest: BonusRest):
+    def decodable(self, rest: BonusRest):
+        """:class:`~bayesrank.decoding.spec.BonusTables` of positions 2..L
+        (:class:`~bayesrank.decoding.spec.SeparableTables` when separable)."""
         if self.kind == "separable":
-            A, B = self.separable(rest)
-            return A[:, None, :] + B[:, :, None]
-        return dense_bonus(rest, self.link)
+            return SeparableTables(*self.separable(rest))
+        return BonusTables(*self.factors(rest))
 
 
-class GenUCBTables(Part):
+class GenUCBTables(TablesPart):
     """GenRankUCB's optimistic scores over phi = (theta, w theta) in R^{2d}."""
 
     kind = "bonus"
@@ -185,8 +187,9 @@ class GenUCBTables(Part):
         (what the decoders at catalogue scale read instead of :meth:`dense`)."""
         return rest.A, rest.B, rest.Ua, rest.Ub, rest.c
 
-    def dense(self, rest: BonusRest):
-        return dense_bonus(rest, self.link)
+    def decodable(self, rest: BonusRest) -> BonusTables:
+        """:class:`~bayesrank.decoding.spec.BonusTables` of positions 2..L."""
+        return BonusTables(*self.factors(rest))
 
 
 # ------------------------------------------------------------------------- windows
@@ -255,7 +258,7 @@ def gram_bonus_sq(chol, items, w, v0):
     return jnp.maximum(first_sq, 0.0), jnp.maximum(pairs_sq, 0.0)
 
 
-class WindowUCBTables(Part):
+class WindowUCBTables(TablesPart):
     """winRankUCB's optimistic tables for a window of S-1 > 1 previous items."""
 
     kind = "window"
@@ -276,6 +279,10 @@ class WindowUCBTables(Part):
             b = _window_bonus_sq(l, W, g[l], Gl, gv0[l], g00[l])
             out.append(apply_link(self.link, means[l] + params.width[l] * jnp.sqrt(b)))
         return out
+
+    def decodable(self, tabs) -> WindowScores:
+        """The window tables (a list from :meth:`window`) for the decoder."""
+        return WindowScores(tabs)
 
 
 class _IdentityLink:

@@ -17,7 +17,9 @@ The parts, each written once:
 * ``features``: ``(items, lists, v0) -> (L, p)`` (:mod:`.features`);
 * ``estimate``: a Thompson draw or a point estimate with a width (:mod:`.estimate`);
 * ``tables``: scores of a kind fixed at trace time (:mod:`.tables`, :mod:`.bonus`);
-* the decoder: :func:`bayesrank.decoding.dispatch.decode_tables`.
+* the decoder: :func:`bayesrank.decoding.dispatch.decode_tables`, which reads only
+  the part's static spec (``tables.spec(distinct)``) and its arrays
+  (``tables.decodable(...)``, a NamedTuple of :mod:`bayesrank.decoding.spec`).
 
 The item vectors live in the state (capacity ``Kc`` rows, ``active`` marks the real
 ones), so items can be added at run time without rebuilding the core.
@@ -115,12 +117,13 @@ class PolicyCore(Part):
 
     def _decode(self, params, state, ctx):
         tables, mask = self.tables, ctx.mask & state.active
+        spec = tables.spec(self.distinct)
         if tables.kind == "window":
             tabs = tables.window(params, state.items, ctx.v0)
-            return decode_tables(tables, None, tabs, mask, distinct=self.distinct)
+            return decode_tables(spec, None, tables.decodable(tabs), mask)
         rest = tables.rest(params, state.items)
         first = tables.first(params, state.items, rest, ctx.v0)
-        return decode_tables(tables, first, rest, mask, distinct=self.distinct)
+        return decode_tables(spec, first, tables.decodable(rest), mask)
 
     def select(self, key, state, ctx) -> tuple[PolicyState, Selection]:
         """One request: ``(state, Selection)``; the list is ``Selection.items``."""
@@ -163,15 +166,16 @@ class PolicyCore(Part):
         firsts = jax.vmap(lambda v0: tables.first(params, state.items, rest, v0))(
             ctxs.v0
         )
+        spec, tabs = tables.spec(), tables.decodable(rest)
         if shared_mask:
             mask = ctxs.mask & state.active
-            bw = backward(tables, rest, mask)
+            bw = backward(spec, tabs, mask)
             chosen, value = jax.vmap(lambda f: pick(f, bw, mask))(firsts)
         else:
 
             def one(f, m):
                 m = m & state.active
-                return pick(f, backward(tables, rest, m), m)
+                return pick(f, backward(spec, tabs, m), m)
 
             chosen, value = jax.vmap(one)(firsts, ctxs.mask)
         return state._replace(model=mstate), Selection(chosen, value, params)

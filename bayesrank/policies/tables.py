@@ -17,6 +17,10 @@ a whole batch of requests), ``first(params, items, rest, v0)`` the (K,) scores o
 position 1. ``dense(rest)`` materialises the (L-1, K, K) tables (for inspection and
 for the dense DP at moderate K). Window parts build everything per request with
 ``window(params, items, v0)``.
+
+What the decoder reads is arrays, not the part: ``spec(distinct)`` gives the static
+:class:`~bayesrank.decoding.spec.DecodeSpec` and ``decodable(rest)`` (window parts:
+``decodable(window(...))``) the table NamedTuple of :mod:`bayesrank.decoding.spec`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 
 from bayesrank._static import Part
+from bayesrank.decoding.spec import (
+    DecodeSpec,
+    MonotoneTables,
+    SeparableTables,
+    WindowScores,
+    apply_link,
+    dense_pairs,
+)
 from bayesrank.model import scores
 
 __all__ = [
@@ -33,6 +45,7 @@ __all__ = [
     "LinearRest",
     "LinearTables",
     "PairTables",
+    "TablesPart",
     "WindowTables",
     "apply_link",
 ]
@@ -46,12 +59,26 @@ class LinearRest(NamedTuple):
     first_part: Any  # (K,) position 1's score without the v0 term (before the link)
 
 
-def apply_link(link, z):
-    """``link.mean(z)``, skipping the call for the identity link."""
-    return z if link.name == "identity" else link.mean(z)
+class TablesPart(Part):
+    """What every tables part shares: its decode spec and dense tables."""
+
+    kind: str
+    link: Any
+
+    def spec(self, distinct: bool = False, method: str = "auto") -> DecodeSpec:
+        """The static decode spec of this part (kind, link) with ``distinct``."""
+        return DecodeSpec(self.kind, self.link, bool(distinct), method)
+
+    def decodable(self, rest):
+        """The table NamedTuple of :mod:`bayesrank.decoding.spec` the decoder reads."""
+        raise NotImplementedError
+
+    def dense(self, rest):
+        """(L-1, K, K) tables, ``[l-2, i, j]`` for item j at position l after i."""
+        return dense_pairs(self.spec(), self.decodable(rest))
 
 
-class LinearTables(Part):
+class LinearTables(TablesPart):
     """Scores ``f(<theta^l, v_j + w_l v_i>)`` of a point estimate theta (L, p).
 
     Separable for the identity link, monotone otherwise. ``w`` (L,) is the known
@@ -81,9 +108,11 @@ class LinearTables(Part):
         (what the decoders at catalogue scale read instead of :meth:`dense`)."""
         return rest.A, rest.B
 
-    def dense(self, rest: LinearRest):
-        """(L-1, K, K) tables, ``[l-2, i, j]`` for item j at position l after i."""
-        return apply_link(self.link, rest.A[:, None, :] + rest.B[:, :, None])
+    def decodable(self, rest: LinearRest):
+        """:class:`~bayesrank.decoding.spec.SeparableTables` (identity link) or
+        :class:`~bayesrank.decoding.spec.MonotoneTables` of positions 2..L."""
+        tables = SeparableTables if self.kind == "separable" else MonotoneTables
+        return tables(rest.A, rest.B)
 
 
 class DrawnWTables(LinearTables):
@@ -123,7 +152,7 @@ class PairTables(LinearTables):
         return apply_link(self.link, rest.first_part + phi[0, d:] @ v0)
 
 
-class WindowTables(Part):
+class WindowTables(TablesPart):
     """Scores of a point estimate with a window of S-1 previous items (S > 2)."""
 
     kind = "window"
@@ -137,3 +166,7 @@ class WindowTables(Part):
         return scores.window_scores(
             theta, items, self.W.astype(items.dtype), v0, (self.link,) * L
         )
+
+    def decodable(self, tabs) -> WindowScores:
+        """The window tables (a list from :meth:`window`) for the decoder."""
+        return WindowScores(tabs)

@@ -1,7 +1,10 @@
 """Per-position posterior models; :mod:`bayesrank.posteriors.base` is the contract.
 
-Conjugate Gaussian models (exact, closed form) live in :mod:`.gaussian`; the linear
-algebra they share with the UCB policies in :mod:`.linalg`; the default that learns the
+Conjugate Gaussian models (exact, closed form) live in :mod:`.gaussian` (known noise)
+and :mod:`.unknown_noise` (Normal-Inverse-Gamma), their shared core in
+:mod:`.conjugate` and :mod:`.prior_checks`, their host-side sampler in
+:mod:`.host_sampler`; the linear algebra (compensated sums included) they share with
+the UCB policies in :mod:`.linalg`; the default that learns the
 prior's and the noise's scale (``GaussianLinear()``) in :mod:`.scaled`; the ArviZ DataTree
 builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
 :mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
@@ -16,18 +19,14 @@ import importlib
 
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import PosteriorModel, check_reward_support, update_many
-from bayesrank.posteriors.gaussian import (
-    GaussianLinear,
-    GaussianLinearUnknownNoise,
-    GaussianState,
-    NIGState,
-)
+from bayesrank.posteriors.gaussian import GaussianLinear, GaussianState
 from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
 from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace, LearntScaleLaplaceState
 from bayesrank.posteriors.latent import latent_model
 from bayesrank.posteriors.latent_laplace import LatentLaplace, LatentLaplaceState
 from bayesrank.posteriors.latent_w import LatentW, LatentWState
 from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState
+from bayesrank.posteriors.unknown_noise import GaussianLinearUnknownNoise, NIGState
 
 _LAZY = {
     "BayesGLM": "bayesrank.posteriors.nuts",

@@ -18,6 +18,16 @@ per observation, and answer every question the algorithms ask with triangular so
     sample_many_from_precision(k, M, Cs, n) n draws per position (n, L, d)
     mahalanobis_norms(C, X)        ||x_k||_{P^{-1}} for the rows of X  O(K d^2)
 
+Compensated arithmetic keeps running sums of P and b exact to a few units in the last
+place (the conjugate models' numerics, :mod:`bayesrank.posteriors.gaussian`):
+
+    two_sum(a, b)                  a + b as (s, e), s + e exact (Knuth's TwoSum)
+    accumulate(hi, lo, x)          the compensated running sum (hi, lo) + x
+    refined_mean(C, P, P_lo, b, b_lo)  P^{-1} b plus one refinement step
+
+and ``half_logdet_quad(P, b)`` gives ``(1/2 log det P, b^T P^-1 b)`` of a small matrix
+in one fused loop (the latent-w marginal's inner step).
+
 All functions act on one matrix; batch them (positions, runs) with ``jax.vmap``. They
 never form ``P^{-1}``.
 
@@ -37,14 +47,18 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 __all__ = [
+    "accumulate",
     "chol_logdet",
+    "half_logdet_quad",
     "chol_solve",
     "chol_update",
     "sample_many_from_precision",
     "tri_inv",
+    "two_sum",
     "chol_update_many",
     "logdet_increment",
     "mahalanobis_norms",
+    "refined_mean",
     "sample_from_precision",
     "whiten",
 ]
@@ -329,3 +343,49 @@ def sample_many_from_precision(key, mean, chol, n: int, scale=1.0) -> jax.Array:
     if scale.ndim:
         scale = scale[..., None]
     return mean[None] + scale * eps
+
+
+# ------------------------------------------------------- compensated arithmetic
+def two_sum(a, b):
+    """``a + b`` as ``(s, e)`` with ``s + e == a + b`` exactly (Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def accumulate(hi, lo, x):
+    """Compensated running sum: ``(hi, lo) + x`` (``lo`` gathers the rounding errors)."""
+    s, e = two_sum(hi, x)
+    return s, lo + e
+
+
+def refined_mean(chol, prec, prec_lo, b, b_lo):
+    """``P^{-1} b`` for one position: the factor's solve plus one refinement step with
+    the residual of the compensated sums ``(prec + prec_lo, b + b_lo)``."""
+    m = chol_solve(chol, b)
+    r = (b - prec @ m) + (b_lo - prec_lo @ m)
+    return m + chol_solve(chol, r)
+
+
+def half_logdet_quad(P, b):
+    """``(1/2 log det P, b^T P^-1 b)`` of a small SPD matrix by a Cholesky
+    factorisation unrolled over its columns, the forward solve carried along.
+
+    Written with whole-column array operations so that XLA fuses it into one loop
+    (about 25 % faster than LAPACK's per-matrix call for 10 x 10 matrices batched by
+    ``vmap``); a non-positive pivot gives NaN, as a failed Cholesky does.
+    """
+    n = P.shape[-1]
+    idx = jnp.arange(n)
+    M, z = P, b
+    half = jnp.zeros((), P.dtype)
+    quad = jnp.zeros((), P.dtype)
+    for k in range(n):
+        piv = jnp.sqrt(M[k, k])
+        col = jnp.where(idx > k, M[:, k] / piv, 0.0)
+        zk = z[k] / piv
+        half = half + jnp.log(piv)
+        quad = quad + zk * zk
+        z = z - col * zk
+        M = M - col[:, None] * col[None, :]
+    return half, quad

@@ -13,7 +13,7 @@ depend on the reward's units. With ``noise_scale`` a number s the noise is known
 is theta's prior sd in reward units divided by s (``GaussianLinear(prior_scale=g s,
 noise_scale=s)`` for a fixed g).
 
-**Exact on a grid.** theta and s^2 integrate out in closed form given g (the
+**Exact on a grid** (the hyperprior's grid and its maths: :mod:`.scale_grid`). theta and s^2 integrate out in closed form given g (the
 Normal-Inverse-Gamma evidence), and g is one more coordinate integrated on a fixed
 grid of ``GRID`` nodes, uniform in log g over the hyperprior's 1e-6 to 1 - 1e-6
 quantiles. With running sums ``S = sum x x^T``, ``u = sum r x``, ``q = sum r^2`` and
@@ -56,43 +56,38 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part
-from bayesrank._validate import check_position, check_reward_support
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import gaussian
-from bayesrank.posteriors.datatree import make_datatree
-from bayesrank.posteriors.gaussian import (
-    _ConjugateLinear,
-    _host_rng,
-    _jsonable,
+from bayesrank.posteriors.base import check_reward_support
+from bayesrank.posteriors.conjugate import _ConjugateLinear
+from bayesrank.posteriors.gaussian import is_learnt
+from bayesrank.posteriors.linalg import accumulate
+from bayesrank.posteriors.prior_checks import (
     _valid_discount,
     _valid_L_p,
     _valid_positive_scalar,
     _valid_prior,
-    accumulate,
-    is_learnt,
+    _jsonable,
 )
+from bayesrank.posteriors.scale_grid import (
+    GRID,
+    TAIL,
+    _hyper_grid,
+    valid_hyperprior,
+    default_hyperprior,
+    grid_terms,
+)
+from bayesrank.posteriors.scaled_datatree import _Shim, learnt_scale_datatree
 from bayesrank.posteriors.w_prior import (
-    _refuse_bad_parameters,
     is_distribution,
     prior_config,
     prior_from_config,
-    prior_range,
 )
 
-__all__ = [
-    "GRID",
-    "LearntScaleLinear",
-    "LearntScaleState",
-    "default_hyperprior",
-    "is_learnt",
-    "valid_hyperprior",
-]
-
-#: Grid nodes of log g (uniform in log g over the hyperprior's central 1 - 2e-6 mass).
-GRID = 160
-#: Quantiles of the hyperprior that bound the grid.
-TAIL = 1e-6
-
+# GRID, TAIL, valid_hyperprior, default_hyperprior and grid_terms live in
+# :mod:`.scale_grid` and are re-exported here (their old home).
+__all__ = ["GRID", "TAIL", "LearntScaleLinear", "LearntScaleState", "valid_hyperprior",
+           "default_hyperprior", "grid_terms", "is_learnt"]
 
 class LearntScaleState(NamedTuple):
     """Running sums per position (rewards in their own units).
@@ -111,112 +106,6 @@ class LearntScaleState(NamedTuple):
     S_lo: jax.Array  # (L, p, p) rounding error of the sum S (compensated sum)
     u_lo: jax.Array  # (L, p) rounding error of u
     q_lo: jax.Array  # (L,) rounding error of q
-
-
-def default_hyperprior():
-    """The default hyperprior of the signal-to-noise ratio g: ``HalfCauchy(1)``
-    (Polson & Scott 2012; the choice is measured in docs/design-choices.md)."""
-    import numpyro.distributions as dist
-
-    return dist.HalfCauchy(1.0)
-
-
-def _default_grid() -> tuple[np.ndarray, np.ndarray]:
-    """Grid and log weights of HalfCauchy(1) in closed form (no NumPyro call)."""
-    lo, hi = math.tan(0.5 * math.pi * TAIL), math.tan(0.5 * math.pi * (1 - TAIL))
-    log_g = np.linspace(math.log(lo), math.log(hi), GRID)
-    g = np.exp(log_g)
-    log_pdf = math.log(2 / math.pi) - np.log1p(g * g)
-    return log_g, log_pdf
-
-
-def _hyper_grid(prior) -> tuple[np.ndarray, np.ndarray]:
-    """``(log_g (G,), log weight (G,))`` of a positive scalar hyperprior: nodes
-    uniform in log g; weight = density x g (the Jacobian of log g), normalised."""
-    if prior is None:
-        log_g, log_pdf = _default_grid()
-    else:
-        lo, hi = (float(np.asarray(a).reshape(-1)[0]) for a in prior_range(prior))
-        lo = max(lo, 1e-12 * max(hi, 1.0))
-        log_g = np.linspace(math.log(lo), math.log(hi), GRID)
-        with jax.ensure_compile_time_eval():
-            log_pdf = np.asarray(prior.log_prob(jnp.asarray(np.exp(log_g))), float)
-    logw = log_pdf + log_g
-    logw = np.where(np.isfinite(logw), logw, -np.inf)
-    return log_g, logw - np.logaddexp.reduce(logw)
-
-
-def valid_hyperprior(prior, name: str):
-    """A scalar NumPyro distribution on (0, inf) with finite quantiles, or None."""
-    if prior is None:
-        return None
-    from numpyro.distributions import constraints
-
-    if tuple(prior.batch_shape) != () or prior.event_shape != () or getattr(
-            prior.support, "is_discrete", False):
-        raise ValueError(
-            f"{name}: expected a continuous scalar hyperprior (batch shape ()), got "
-            f"{type(prior).__name__} with batch shape {tuple(prior.batch_shape)}"
-        )
-    positive = isinstance(prior.support, (type(constraints.positive),)) or (
-        float(np.min(np.asarray(getattr(prior.support, "lower_bound", -1.0)))) >= 0.0)
-    if not positive:
-        raise ValueError(
-            f"{name}: the hyperprior must live on (0, inf), got {type(prior).__name__} "
-            f"with support {prior.support}"
-        )
-    try:
-        _refuse_bad_parameters(prior)
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("w:", f"{name}:", 1)) from None
-    lo, hi = prior_range(prior)
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > 0)):
-        raise ValueError(
-            f"{name}: cannot find a finite range holding the hyperprior "
-            f"{type(prior).__name__}"
-        )
-    return prior
-
-
-# ----------------------------------------------------------------- grid maths
-def grid_terms(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, xp=jnp, A=None):
-    """Everything one position's draw, mean and evidence need, from its sums.
-
-    Args:
-        S (p, p), u (p,), q (), n (): the running sums; m0 (p,) prior mean;
-        log_g (G,) grid; learn_noise: Jeffreys noise (True) or known noise sf;
-        xp: ``jax.numpy`` (jittable) or ``numpy`` (host-side summaries);
-        A: None, or (p, p) the prior's shape (theta = m0 + A z, z ~ N(0, g^2 s^2 I)):
-        the sums are whitened by it.
-
-    Returns:
-        U (p, p), D (p,) eigenpairs of S; z (p,) = U^T u (centred, over sf);
-        denom (G, p) = D + 1/g^2; beta (G,); loglik (G,) log p(y | g) up to a
-        constant in g.
-    """
-    Sm = S @ m0
-    uc = (u - Sm) / sf
-    qc = (q - 2.0 * xp.dot(m0, u) + xp.dot(m0, Sm)) / (sf * sf)
-    if A is not None:
-        S, uc = A.T @ S @ A, A.T @ uc
-    if xp is np:
-        D, U = np.linalg.eigh(S)
-    else:  # symmetrised here: eigh's own symmetrisation is a slower path (86 vs 35 us
-        # for four 10 x 10 matrices on CPU, benchmarks/learnt_scale.py)
-        D, U = jnp.linalg.eigh(0.5 * (S + S.T), symmetrize_input=False)
-    D = xp.maximum(D, 0.0)
-    z = U.T @ uc
-    g2 = xp.exp(2.0 * log_g)
-    denom = D[None, :] + 1.0 / g2[:, None]
-    beta = qc - xp.sum(z * z / denom, axis=-1)
-    tiny = xp.finfo(S.dtype).tiny
-    beta = xp.maximum(beta, 1e-6 * xp.maximum(qc, tiny) + tiny)
-    half_logdet = 0.5 * xp.sum(xp.log1p(g2[:, None] * D[None, :]), axis=-1)
-    if learn_noise:
-        loglik = -half_logdet - 0.5 * n * xp.log(beta)
-    else:
-        loglik = -half_logdet - 0.5 * beta
-    return U, D, z, denom, beta, loglik
 
 
 class LearntScaleLinear(Part):
@@ -514,68 +403,8 @@ class LearntScaleLinear(Part):
         noise) Jeffreys' ``-log s`` (improper: defined up to a constant). See
         :meth:`GaussianLinear.to_datatree` for ``data`` and the other arguments.
         """
-        shim = _Shim(state)
-        pos = check_position(position, shim.b.shape[0])
-        draws, chains = _ConjugateLinear._valid_draws(draws, chains)
-        data = _ConjugateLinear._valid_data(data, shim, pos)
-        N = chains * draws
-        S, u, q, n = (np.asarray(a, float)[pos] for a in (
-            state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo, state.n))
-        p = u.shape[0]
-        m0 = np.broadcast_to(np.asarray(self.prior_mean, float), (p,))
-        sf = 1.0 if self.noise_scale is None else float(self.noise_scale)
-        U, _, z, denom, beta, loglik = grid_terms(
-            S, u, q, n, m0, self.log_g, self.learn_noise, sf, xp=np, A=self.shape)
-        logits = self.log_w0 + loglik
-        w = np.exp(logits - np.logaddexp.reduce(logits))
-        rng = _host_rng(key)
-        k = rng.choice(len(w), size=N, p=w / w.sum())
-        if self.learn_noise:
-            s2 = (0.5 * beta[k] / rng.gamma(0.5 * n, 1.0, N) if n > 0
-                  else np.full(N, float(np.asarray(self._fallback_var(state)))))
-        else:
-            s2 = np.ones(N)
-        eps = rng.standard_normal((N, p))
-        den = denom[k]
-        A = np.eye(p) if self.shape is None else self.shape
-        Sw = A.T @ S @ A
-        P = Sw[None] + np.exp(-2.0 * self.log_g[k])[:, None, None] * np.eye(p)[None]
-        C = np.linalg.cholesky(P)  # the spread as in _theta: no eigenvector signs
-        spread = np.linalg.solve(np.swapaxes(C, -1, -2), eps[..., None])[..., 0]
-        zeta = (z / den) @ U.T + np.sqrt(s2)[:, None] * spread
-        theta = m0 + sf * zeta @ A.T
-        g = np.exp(self.log_g[k])
-        sd = g * np.sqrt(s2) * sf  # theta's prior sd (in units of A) in reward units
-        lp_theta = (-p * np.log(np.sqrt(2 * math.pi) * sd)
-                    - np.sum(np.log(np.abs(np.diag(A))))
-                    - 0.5 * np.sum(zeta**2, -1) * sf**2 / sd**2)
-        variables = {"theta": theta.reshape(chains, draws, p)}
-        log_prior = {"theta": lp_theta.reshape(chains, draws)}
-        if self.fixed_scale is None:
-            variables["prior_scale"] = g.reshape(chains, draws)
-            log_prior["prior_scale"] = self._log_hyper(g).reshape(chains, draws)
-        if self.learn_noise:
-            variables["noise_scale"] = np.sqrt(s2).reshape(chains, draws)
-            log_prior["noise_scale"] = -0.5 * np.log(s2).reshape(chains, draws)
-        ll = obs = const = None
-        if data is not None and data[0].shape[0] > 0:
-            X, y = data
-            resid = y - theta.reshape(chains, draws, p) @ X.T
-            v = (s2 * sf * sf).reshape(chains, draws, 1)
-            ll = -0.5 * np.log(2 * math.pi * v) - 0.5 * resid**2 / v
-            obs, const = y, {"X": X}
-        return make_datatree(
-            variables, log_likelihood=ll, log_prior=log_prior, observed=obs,
-            constant_data=const,
-            attrs={"model": "GaussianLinear (learnt scales)", "position": pos,
-                   **_ConjugateLinear._data_attrs(data, shim, pos)})
-
-    def _log_hyper(self, g: np.ndarray) -> np.ndarray:
-        """Log density of the hyperprior of g (host side)."""
-        if self.hyperprior is None:
-            return math.log(2 / math.pi) - np.log1p(g * g)
-        with jax.ensure_compile_time_eval():
-            return np.asarray(self.hyperprior.log_prob(jnp.asarray(g)), float)
+        return learnt_scale_datatree(self, state, position, key=key, data=data,
+                                     draws=draws, chains=chains)
 
     # ------------------------------------------------------------ persistence
     def config(self) -> dict:
@@ -603,15 +432,6 @@ class LearntScaleLinear(Part):
                 raise ValueError(str(exc).replace("w_prior:", "prior_scale:", 1)) \
                     from None
         return cls(**kw)
-
-
-class _Shim:
-    """What the shared checks of :mod:`.gaussian` read from a state: ``b`` (its
-    shape and dtype are u's) and ``n``."""
-
-    def __init__(self, state):
-        self.b = state.u
-        self.n = state.n
 
 
 gaussian.LEARNT_SCALE_CLASS = LearntScaleLinear  # GaussianLinear(...) builds it

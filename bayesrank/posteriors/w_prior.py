@@ -11,20 +11,14 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import numpy as np
 
 from bayesrank._validate import is_integer
 
-__all__ = [
-    "SAVABLE",
-    "is_distribution",
-    "prior_config",
-    "prior_from_config",
-    "prior_quantiles",
-    "prior_range",
-    "refuse_bad_w_batch",
-    "valid_w_prior",
-]
+__all__ = ["SAVABLE", "chain_start", "refuse_bad_w_batch", "valid_w_prior",
+           "is_distribution", "prior_box", "prior_config", "prior_from_config",
+           "prior_quantiles", "prior_range"]
 
 #: Distributions a saved policy can rebuild: class name -> constructor parameters.
 #: Truncations (``TruncatedNormal(loc, scale, low=1)``, ``TruncatedDistribution`` of a
@@ -330,3 +324,36 @@ def prior_from_config(cfg, _depth: int = 0):
         return getattr(dist, name)(**values)
     except (TypeError, ValueError, AssertionError) as exc:
         raise ValueError(f"w_prior: invalid parameters for {name}: {exc}") from None
+
+
+def prior_box(prior, L: int, quantiles=None):
+    """(lo (L,), hi (L,)) float64 NumPy arrays (no JAX operation): a range holding all
+    but a negligible part of the prior (:func:`prior_range`, or ``quantiles`` from
+    :func:`prior_quantiles` when the caller has them); (-100, 100) where it is not
+    finite."""
+    if quantiles is None:
+        lo, hi = prior_range(prior)
+    else:
+        lo, hi = quantiles[0], quantiles[2]
+    lo, hi = np.broadcast_to(lo, (L,)), np.broadcast_to(hi, (L,))
+    ok = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
+    return np.where(ok, lo, -100.0), np.where(ok, hi, 100.0)
+
+
+def chain_start(prior, L: int):
+    """(w (L,), width (L,)) float64: a chain's starting w in the prior's support (its
+    median, else its mean, else the middle of :func:`prior_box`) and a slice width (a
+    tenth of the box)."""
+    q = prior_quantiles(prior)
+    lo, hi = prior_box(prior, L, q)
+    if q is not None:
+        med = q[1]
+    else:  # an expansion, or StudentT's icdf without TFP: the mean
+        with jax.ensure_compile_time_eval():
+            try:
+                med = np.asarray(prior.mean, float)
+            except (NotImplementedError, AttributeError):
+                med = np.asarray(np.nan)
+    med = np.broadcast_to(med, (L,))
+    med = np.where(np.isfinite(med), med, 0.5 * (lo + hi))
+    return med, (hi - lo) / 10.0

@@ -10,7 +10,6 @@ policy is built by ``factory(policy_seed(seed, r))``; its own draws use
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -23,9 +22,9 @@ import xarray as xr
 
 from bayesrank._progress import progress
 from bayesrank._validate import check_int, check_seed
-from bayesrank._version import __version__
 from bayesrank.decoding.backward import pick
 from bayesrank.policies.context import Context
+from bayesrank.simulation.dataset import results_dataset as _dataset
 from bayesrank.simulation.play import fold_in_keys, play
 
 __all__ = ["USERS", "noise_key", "policy_seed", "run_scan", "simulate"]
@@ -139,18 +138,6 @@ class _Bar:
 
 def _stack(trees):
     return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *trees)
-
-
-def _versions() -> dict:
-    import numpyro
-
-    return {
-        "bayesrank": __version__,
-        "jax": jax.__version__,
-        "numpyro": numpyro.__version__,
-        "numpy": np.__version__,
-        "xarray": xr.__version__,
-    }
 
 
 def simulate(
@@ -416,36 +403,3 @@ def _run_policy(plan, compiled, name, p, count, policies, env, seed, runs, T,
             bar.advance(len(pols))
     if bar is not None:
         bar.close()
-
-
-def _dataset(names, runs, T, env, seed, regret, reward, lists, seconds, record_lists,
-             users) -> xr.Dataset:
-    """The results as an xarray Dataset (see :func:`simulate`)."""
-    coords = {"policy": names, "run": np.arange(runs), "round": np.arange(T)}
-    data = {
-        "regret": (("policy", "run", "round"), regret),
-        "reward": (("policy", "run", "round"), reward),
-        "seconds": (("policy",), seconds),
-    }
-    if record_lists:
-        coords["position"] = np.arange(env.L)
-        data["lists"] = (("policy", "run", "round", "position"), lists)
-    config = {
-        "T": int(T),
-        "runs": int(runs),
-        "seed": int(seed),
-        "K": env.K,
-        "L": env.L,
-        "d": env.d,
-        "S": env.S,
-        "link": str(env.link),
-        "noise": repr(env.noise),
-        "users": users,
-    }
-    ds = xr.Dataset(data, coords=coords)
-    ds.attrs["config"] = json.dumps(config)
-    ds.attrs["versions"] = json.dumps(_versions())
-    ds["regret"].attrs["long_name"] = "pseudo-regret per round"
-    ds["reward"].attrs["long_name"] = "realised total reward per round"
-    ds["seconds"].attrs["units"] = "s"
-    return ds

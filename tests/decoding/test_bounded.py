@@ -18,8 +18,8 @@ from bayesrank.decoding import dispatch as decoder
 from bayesrank.decoding.api import best_list
 from bayesrank.decoding.backward import backward_dense
 from bayesrank.decoding.bounded import ucb_backward, ucb_backward_in_jit, ucb_decode
+from bayesrank.decoding.spec import BonusTables, DecodeSpec
 from bayesrank.model.links import get_link
-from bayesrank.policies.bonus import BonusRest, UCBTables
 
 F = {"identity": lambda z: z, "logistic": special.expit, "exp": np.exp}
 RTOL = 1e-9  # the policies' dense tables use the Gram form of the norm too
@@ -139,18 +139,17 @@ def test_in_jit_equals_host_and_dispatcher_fast_equals_dense():
     host = ucb_backward(A, B, Ua, Ub, c, lk, mask=mask)
     np.testing.assert_array_equal(np.asarray(ptr), host[1])
     np.testing.assert_array_equal(np.asarray(evals), host[2])
-    part = UCBTables(np.ones(L), lk)
-    rest = BonusRest(*args, jnp.zeros(K), jnp.zeros((Ua.shape[1], K)))
+    tabs = BonusTables(*args)
     f = jnp.asarray(first)
-    got = decoder.decode_tables(part, f, rest, jnp.asarray(mask), distinct=False,
-                                method="fast")
-    ref = decoder.decode_tables(part, f, rest, jnp.asarray(mask), distinct=False,
-                                method="dense")
+    got = decoder.decode_tables(DecodeSpec("bonus", lk, method="fast"), f, tabs,
+                                jnp.asarray(mask))
+    ref = decoder.decode_tables(DecodeSpec("bonus", lk, method="dense"), f, tabs,
+                                jnp.asarray(mask))
     assert np.isclose(float(got[1]), float(ref[1]), rtol=RTOL)
     assert mask[np.asarray(got[0])].all()
     with pytest.raises(ValueError, match="method: expected one of"):
-        decoder.decode_tables(part, f, rest, jnp.asarray(mask), distinct=False,
-                              method="sparse")
+        decoder.decode_tables(DecodeSpec("bonus", lk, method="sparse"), f, tabs,
+                              jnp.asarray(mask))
 
 
 def make_policy(name, env):
@@ -176,10 +175,9 @@ def test_policies_above_the_threshold_never_build_dense_tables(monkeypatch, poli
     if policy == "GLM-UCB":
         rewards = (rewards > np.median(rewards)).astype(float)
     pol.update(lists, rewards)
-    part = type(pol.core.tables)
     calls = []
-    orig = part.dense
-    monkeypatch.setattr(part, "dense", lambda self, r: calls.append(1) or orig(self, r))
+    orig = decoder.dense_pairs
+    monkeypatch.setattr(decoder, "dense_pairs", lambda *a: calls.append(1) or orig(*a))
     masks = rng.random((3, env.K)) < 0.5
     v0s = np.asarray(env.items)[:3]
     batch = pol.select_batch(v0=v0s, mask=masks)

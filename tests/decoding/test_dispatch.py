@@ -1,6 +1,7 @@
 """The decoder dispatcher (:mod:`bayesrank.decoding.dispatch`): every route (separable,
-dense, the catalogue-scale fast paths, distinct, masks) returns a list whose value
-under the part's own tables is the best one found by brute force over every list."""
+dense, the catalogue-scale fast paths, distinct, masks, windows) returns a list whose
+value under the tables' own scores (written here from the definition in NumPy) is the
+best one found by brute force over every list."""
 
 from __future__ import annotations
 
@@ -11,35 +12,45 @@ import numpy as np
 import pytest
 
 from bayesrank.decoding.dispatch import decode_tables, use_fast
+from bayesrank.decoding.spec import (
+    BonusTables,
+    DecodeSpec,
+    MonotoneTables,
+    SeparableTables,
+    WindowScores,
+)
 from bayesrank.model.links import get_link
-from bayesrank.policies.bonus import UCBParams, UCBTables
-from bayesrank.policies.tables import LinearTables
 
 K, L, D = 6, 3, 3
 
 
-def _brute(first, pairs, mask, distinct):
+def _brute(first, pair, mask, distinct):
     best = -np.inf
     for lst in itertools.product(np.flatnonzero(mask), repeat=L):
         if distinct and len(set(lst)) < L:
             continue
-        v = first[lst[0]] + sum(pairs[l - 1, lst[l - 1], lst[l]] for l in range(1, L))
+        v = first[lst[0]] + sum(pair(l - 1, lst[l - 1], lst[l]) for l in range(1, L))
         best = max(best, v)
     return best
 
 
-def _part(kind, rng):
-    items = jnp.asarray(rng.normal(size=(K, D)))
-    w = rng.normal(size=L)
-    theta = jnp.asarray(rng.normal(size=(L, D)))
-    if kind == "bonus":
-        X = rng.normal(size=(L, 8, D))
-        chol = np.linalg.cholesky(np.eye(D) + np.einsum("lnp,lnq->lpq", X, X))
-        params = UCBParams(theta, jnp.asarray(rng.uniform(0.5, 2.0, L)),
-                           jnp.asarray(chol))
-        return UCBTables(w, get_link("logistic")), params, items
-    link = "identity" if kind == "separable" else "logistic"
-    return LinearTables(w, get_link(link)), theta, items
+def _tables(kind, rng):
+    """Random tables of a kind and their pair score written from the definition."""
+    A, B = rng.normal(size=(L - 1, K)), rng.normal(size=(L - 1, K))
+    if kind == "separable":
+        return SeparableTables(jnp.asarray(A), jnp.asarray(B)), \
+            lambda l, i, j: A[l, j] + B[l, i]
+    if kind == "monotone":
+        return MonotoneTables(jnp.asarray(A), jnp.asarray(B)), \
+            lambda l, i, j: 1.0 / (1.0 + np.exp(-(A[l, j] + B[l, i])))
+    Ua, Ub = rng.normal(size=(L - 1, D, K)), rng.normal(size=(L - 1, D, K))
+    c = rng.uniform(0.5, 2.0, L - 1)
+
+    def pair(l, i, j):
+        z = A[l, j] + B[l, i] + c[l] * np.linalg.norm(Ua[l, :, j] + Ub[l, :, i])
+        return 1.0 / (1.0 + np.exp(-z))
+
+    return BonusTables(*(jnp.asarray(x) for x in (A, B, Ua, Ub, c))), pair
 
 
 @pytest.mark.parametrize("distinct", [False, True])
@@ -48,33 +59,87 @@ def _part(kind, rng):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_every_route_finds_the_best_list(kind, method, distinct, seed):
     rng = np.random.default_rng(seed)
-    part, params, items = _part(kind, rng)
-    v0 = jnp.asarray(rng.normal(size=D))
+    tabs, pair = _tables(kind, rng)
+    first = rng.normal(size=K)
     mask = rng.random(K) < 0.8
     mask[:L] = True
-    rest = part.rest(params, items)
-    first = part.first(params, items, rest, v0)
-    lst, value = decode_tables(part, first, rest, jnp.asarray(mask), distinct=distinct,
-                               method=method)
+    spec = DecodeSpec(kind, get_link("logistic"), distinct, method)
+    lst, value = decode_tables(spec, jnp.asarray(first), tabs, jnp.asarray(mask))
     lst = np.asarray(lst)
-    f, pairs = np.asarray(first), np.asarray(part.dense(rest))
-    best = _brute(f, pairs, mask, distinct)
+    best = _brute(first, pair, mask, distinct)
     assert mask[lst].all()
     if distinct:
         assert len(set(lst.tolist())) == L
-    got = f[lst[0]] + sum(pairs[l - 1, lst[l - 1], lst[l]] for l in range(1, L))
+    got = first[lst[0]] + sum(pair(l - 1, lst[l - 1], lst[l]) for l in range(1, L))
     np.testing.assert_allclose(got, best, rtol=1e-5)
     np.testing.assert_allclose(float(value), best, rtol=1e-5)
 
 
+def test_window_scores_decode_to_the_brute_force_best():
+    rng = np.random.default_rng(3)
+    scores = [rng.normal(size=(K,)), rng.normal(size=(K, K)), rng.normal(size=(K, K, K))]
+    lst, value = decode_tables(DecodeSpec("window"), None,
+                               WindowScores([jnp.asarray(x) for x in scores]),
+                               jnp.ones(K, bool))
+    best = max(scores[0][a] + scores[1][a, b] + scores[2][a, b, c]
+               for a, b, c in itertools.product(range(K), repeat=3))
+    a, b, c = np.asarray(lst)
+    np.testing.assert_allclose(scores[0][a] + scores[1][a, b] + scores[2][a, b, c], best)
+    np.testing.assert_allclose(float(value), best, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "spec, tables, exc, match",
+    [
+        ("monotone", None, TypeError, "spec: expected a DecodeSpec"),
+        (DecodeSpec("pairs"), None, ValueError, "spec.kind: expected one of"),
+        (DecodeSpec("monotone", method="quick"), None, ValueError,
+         "method: expected one of"),
+        (DecodeSpec("monotone"), SeparableTables(jnp.zeros((2, K)), jnp.zeros((2, K))),
+         TypeError, "tables: a 'monotone' spec expects MonotoneTables"),
+        (DecodeSpec("bonus"), (jnp.zeros((2, K)),) * 5, TypeError,
+         "tables: a 'bonus' spec expects BonusTables"),
+    ],
+)
+def test_bad_specs_and_tables_are_refused(spec, tables, exc, match):
+    tables = tables if tables is not None else MonotoneTables(
+        jnp.zeros((L - 1, K)), jnp.zeros((L - 1, K)))
+    with pytest.raises(exc, match=match):
+        decode_tables(spec, jnp.zeros(K), tables, jnp.ones(K, bool))
+
+
+def test_a_spec_is_static_and_hashable():
+    """Equal specs hash equal (a jit cache key); the table NamedTuples are pytrees of
+    arrays only, so a traced decode compiles once per spec."""
+    import jax
+
+    lk = get_link("logistic")
+    assert hash(DecodeSpec("bonus", lk, True)) == hash(DecodeSpec("bonus", lk, True))
+    tabs = MonotoneTables(jnp.zeros((L - 1, K)), jnp.ones((L - 1, K)))
+    assert len(jax.tree_util.tree_leaves(tabs)) == 2
+    traces = []
+
+    @jax.jit
+    def run(first, tabs, mask):
+        traces.append(1)
+        return decode_tables(DecodeSpec("monotone", lk), first, tabs, mask)
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        tabs = MonotoneTables(*(jnp.asarray(rng.normal(size=(L - 1, K))) for _ in "AB"))
+        run(jnp.asarray(rng.normal(size=K)), tabs, jnp.ones(K, bool))
+    assert len(traces) == 1
+
+
 def test_use_fast_routes_by_kind_size_and_method():
-    mono = LinearTables(np.zeros(L), get_link("logistic"))
-    sep = LinearTables(np.zeros(L), get_link("identity"))
+    lk = get_link("logistic")
+    mono, sep = DecodeSpec("monotone", lk), DecodeSpec("separable")
     assert not use_fast(mono, 100) and use_fast(mono, 10**6)
-    assert use_fast(mono, 10, "fast") and not use_fast(mono, 10**6, "dense")
-    assert not use_fast(sep, 10**6, "fast")  # the separable path is O(L K) already
+    assert use_fast(mono._replace(method="fast"), 10)
+    assert not use_fast(mono._replace(method="dense"), 10**6)
+    assert not use_fast(sep._replace(method="fast"), 10**6)  # O(L K) already
     with pytest.raises(ValueError, match="method: expected one of"):
-        use_fast(mono, 10, "quick")
+        use_fast(mono._replace(method="quick"), 10)
 
 
 def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu(monkeypatch):
@@ -88,9 +153,9 @@ def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu(monkeypatc
     from bayesrank.decoding import dispatch as decoder
     from bayesrank.decoding import native
 
-    mono = LinearTables(np.zeros(L), get_link("logistic"))
-    ucb = UCBTables(np.zeros(L), get_link("logistic"))
-    ridge_ucb = UCBTables(np.zeros(L), get_link("identity"))
+    mono = DecodeSpec("monotone", get_link("logistic"))
+    ucb = DecodeSpec("bonus", get_link("logistic"))
+    ridge_ucb = DecodeSpec("bonus", get_link("identity"))
     assert jax.default_backend() == "cpu"
     assert (decoder.FAST_K_MONOTONE, decoder.FAST_K_NATIVE, decoder.FAST_K_PREFIX,
             decoder.FAST_K) == (640, 256, 512, 4096)
@@ -101,7 +166,8 @@ def test_auto_takes_the_front_scan_earlier_than_the_ucb_bounds_on_cpu(monkeypatc
     monkeypatch.setattr(native, "USE_NATIVE", False)
     assert not use_fast(ridge_ucb, 511) and use_fast(ridge_ucb, 512)
     assert not use_fast(ucb, 1500) and not use_fast(ucb, 4095) and use_fast(ucb, 4096)
-    assert not use_fast(mono, 10**6, "dense") and use_fast(ucb, 10, "fast")
+    assert not use_fast(mono._replace(method="dense"), 10**6)
+    assert use_fast(ucb._replace(method="fast"), 10)
 
 
 def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monkeypatch):
@@ -118,12 +184,11 @@ def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monk
     auto = br.RankTS(model(), items=env.items, w=env.w, seed=1)
     auto.update(lists, rewards)
     calls = []
-    orig = LinearTables.dense
-    monkeypatch.setattr(LinearTables, "dense",
-                        lambda self, r: calls.append(1) or orig(self, r))
+    orig = decoder.dense_pairs
+    monkeypatch.setattr(decoder, "dense_pairs", lambda *a: calls.append(1) or orig(*a))
     got = [np.asarray(auto.select()) for _ in range(3)]
     assert not calls
-    monkeypatch.setattr(LinearTables, "dense", orig)
+    monkeypatch.setattr(decoder, "dense_pairs", orig)
     monkeypatch.setattr(decoder, "FAST_K_MONOTONE", 10**9)
     dense = br.RankTS(model(), items=env.items, w=env.w, seed=1)
     dense.update(lists, rewards)
@@ -144,16 +209,16 @@ def test_rank_ucb_at_the_threshold_runs_the_prefix_search_and_picks_the_dense_li
     rng = np.random.default_rng(0)
     lists = rng.integers(0, env.K, size=(400, env.L))
     rewards = rng.normal(size=(400, env.L))
-    orig = UCBTables.dense
+    orig = decoder.dense_pairs
     for n in (20, 400):
         calls = []
-        monkeypatch.setattr(UCBTables, "dense",
-                            lambda self, r: calls.append(1) or orig(self, r))
+        monkeypatch.setattr(decoder, "dense_pairs",
+                            lambda *a: calls.append(1) or orig(*a))
         auto = br.RankUCB(items=env.items, w=env.w, seed=1)
         auto.update(lists[:n], rewards[:n])
         got = np.asarray(auto.select())
         assert not calls
-        monkeypatch.setattr(UCBTables, "dense", orig)
+        monkeypatch.setattr(decoder, "dense_pairs", orig)
         monkeypatch.setattr(decoder, "FAST_K_PREFIX", 10**9)
         monkeypatch.setattr(decoder, "FAST_K_NATIVE", 10**9)
         dense = br.RankUCB(items=env.items, w=env.w, seed=1)

@@ -24,8 +24,8 @@ from bayesrank.decoding.monotone import (
     monotone_decode,
     pareto_front,
 )
+from bayesrank.decoding.spec import DecodeSpec, MonotoneTables
 from bayesrank.model.links import get_link
-from bayesrank.policies.tables import LinearRest, LinearTables
 from bayesrank.posteriors import GaussianLinear
 
 F = {"identity": lambda z: z, "logistic": special.expit, "probit": special.ndtr,
@@ -148,7 +148,7 @@ def test_pareto_front_against_a_quadratic_scan():
 def test_pareto_front_with_and_without_the_pivot_prefilter(monkeypatch, pivot_min):
     """The pivot prefilter (forced on every call, and off) keeps the exact front, ties
     and flat V included, and the same representative of equal points as the sort."""
-    import bayesrank.decoding.monotone as dm
+    import bayesrank.decoding.front as dm
 
     monkeypatch.setattr(dm, "PIVOT_MIN", pivot_min)
     rng = np.random.default_rng(11)
@@ -172,7 +172,7 @@ def test_blocked_front_scan_equals_every_item_scanned(monkeypatch, link, case):
     """The block-pruned scan (forced at K = 1,500 with blocks of 16 columns) returns
     the max over *all* items (a dense NumPy reference) and the same maximisers as the
     unpruned scan of the front."""
-    import bayesrank.decoding.monotone as dm
+    import bayesrank.decoding.front as dm
 
     rng = np.random.default_rng({"random": 0, "ties": 1, "masked": 2, "flat_a": 3}[case])
     K = 1500
@@ -219,13 +219,12 @@ def test_in_jit_matches_host_and_dispatcher_fast_equals_dense():
                                              jnp.asarray(mask))
     host = monotone_backward(A, B, lk, mask=mask)
     np.testing.assert_array_equal(np.asarray(ptr), host[1])
-    part = LinearTables(np.ones(L), lk)
-    rest = LinearRest(jnp.asarray(A), jnp.asarray(B), jnp.asarray(first))
+    tabs = MonotoneTables(jnp.asarray(A), jnp.asarray(B))
     first = jnp.asarray(special.expit(first))
-    got = decoder.decode_tables(part, first, rest, jnp.asarray(mask), distinct=False,
-                                method="fast")
-    ref = decoder.decode_tables(part, first, rest, jnp.asarray(mask), distinct=False,
-                                method="dense")
+    got = decoder.decode_tables(DecodeSpec("monotone", lk, method="fast"), first, tabs,
+                                jnp.asarray(mask))
+    ref = decoder.decode_tables(DecodeSpec("monotone", lk, method="dense"), first, tabs,
+                                jnp.asarray(mask))
     assert np.isclose(float(got[1]), float(ref[1]), rtol=1e-12)
     assert mask[np.asarray(got[0])].all()
 
@@ -251,8 +250,8 @@ def test_rank_ts_logistic_above_the_threshold_never_builds_dense_tables(monkeypa
     pol.update(lists, rng.normal(size=(50, env.L)))
     mask = rng.random(env.K) < 0.6
     calls = []
-    orig = LinearTables.dense
-    monkeypatch.setattr(LinearTables, "dense", lambda self, r: calls.append(1) or orig(self, r))
+    orig = decoder.dense_pairs
+    monkeypatch.setattr(decoder, "dense_pairs", lambda *a: calls.append(1) or orig(*a))
     for _ in range(3):
         items = pol.select(mask=mask)
         assert not calls

@@ -93,7 +93,7 @@ def test_a_direction_never_excited_keeps_the_mean_at_the_closed_form():
 
 def test_two_sum_is_exact_under_jit():
     """XLA must not simplify the compensation away: 1 + 1e-17 keeps its 1e-17."""
-    from bayesrank.posteriors.gaussian import accumulate
+    from bayesrank.posteriors.linalg import accumulate
 
     hi, lo = jax.jit(accumulate)(jnp.float64(1.0), jnp.float64(0.0), jnp.float64(1e-17))
     assert float(hi) == 1.0 and float(lo) == 1e-17

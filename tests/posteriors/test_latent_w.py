@@ -112,7 +112,7 @@ def test_theta_given_w_is_the_conjugate_posterior():
     P = np.eye(d) / 4.0 + X.T @ X / s**2
     mean = np.linalg.solve(P, X.T @ y / s**2)
     keys = jax.random.split(jax.random.key(0), 20_000)
-    th = np.asarray(jax.vmap(lambda k: model._theta_given_w(k, state, jnp.array([w])))(
+    th = np.asarray(jax.vmap(lambda k: model.theta_given_w(k, state, jnp.array([w])))(
         keys))[:, 0]
     cov = np.linalg.inv(P)
     se = np.sqrt(np.diag(cov) / len(th))
@@ -253,7 +253,7 @@ def _coverage(model_noise, n_inst=300, n=15, d=3, s=0.5, seed=11):
 
         st, _ = jax.lax.scan(body, model.init(1, 2 * d),
                              (jnp.concatenate([a_i, p_i], axis=1), y_i))
-        return model._w_quantiles(st, (0.05, 0.25, 0.75, 0.95))[:, 0]
+        return model.w_quantiles(st, (0.05, 0.25, 0.75, 0.95))[:, 0]
 
     q = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(a), jnp.asarray(p), jnp.asarray(y)))
     in90 = np.mean((q[:, 0] <= w) & (w <= q[:, 3]))

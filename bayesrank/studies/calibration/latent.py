@@ -161,7 +161,7 @@ class LatentWDraws:
 
     def mean(self, state):
         """(L, d + 1): the posterior means of theta and w."""
-        return self._stack(self.model._mean(state), self.model._w_mean(state))
+        return self._stack(self.model.mean(state), self.model.w_mean(state))
 
 
 class JointMAPDraws(LatentWDraws):

@@ -1,3 +1,6 @@
+# Over 450 lines because: one study read top to bottom (the target and its exact
+# value, the seeded logs, the estimates per log, the position-IPS limit, the grid
+# runner); each part is short and used only here.
 """``bayesrank study ope``: do the off-policy estimators recover a known truth?
 
 Synthetic logs come from :meth:`bayesrank.RankingEnv.paper` environments (identity

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesrank import theorems
 from bayesrank._validate import check_int, check_real
 from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.gen_ucb import GenRankUCB
@@ -19,7 +20,7 @@ from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
 from bayesrank.studies import plots, store
 
-__all__ = ["authors_alpha", "paper_policies", "run_demo", "summary_rows"]
+__all__ = ["authors_alpha", "paper_policies", "run_demo", "summary_rows", "w_label"]
 
 
 def authors_alpha(delta: float = 0.1) -> float:
@@ -121,3 +122,8 @@ def run_demo(
     best = min(rows, key=lambda r: r["cumulative regret"])["policy"]
     print(f"lowest cumulative regret: {best}")
     return ds, np.asarray([r["cumulative regret"] for r in rows])
+
+
+def w_label(env, w_max: float) -> str:
+    """"max|w| range X (realised Y)": the sampling range and the realised value."""
+    return f"max|w| range {w_max:g} (realised {theorems.w_max_realised(env):.3g})"

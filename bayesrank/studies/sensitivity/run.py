@@ -21,6 +21,9 @@ one by one, vmapped over runs. Every finished cell is written at once to
 ``OUT/cells/<key>.nc`` (the key hashes the cell and the settings that change its
 numbers), so an interrupted sweep resumed with the same configuration recomputes
 nothing that was finished. ``OUT/results.nc`` gathers all cells along ``cell``.
+
+The diagnostics of one posterior live in :mod:`.diagnostics`, the per-cell datasets and
+their store in :mod:`.results`; this module plays the cells and schedules them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +47,12 @@ from bayesrank.simulation.play import play as play_rounds
 from bayesrank.simulation.simulate import noise_key, policy_seed
 from bayesrank.studies import store as files
 from bayesrank.studies.sensitivity.config import SweepSettings, SweepSpec
+from bayesrank.studies.sensitivity.diagnostics import (  # re-exported: their old home
+    DIAGNOSTICS,
+    PSENSE_THRESHOLD,
+    posterior_diagnostics,
+    settle_round,
+)
 from bayesrank.studies.sensitivity.executors import make_executor
 from bayesrank.studies.sensitivity.grid import (
     LEARNT_FAMILIES,
@@ -52,6 +60,7 @@ from bayesrank.studies.sensitivity.grid import (
     build_model,
     conjugate_hyper,
 )
+from bayesrank.studies.sensitivity.results import SweepStore, _cell_dataset, _combine
 
 __all__ = [
     "DIAGNOSTICS",
@@ -63,17 +72,6 @@ __all__ = [
     "settle_round",
 ]
 
-#: Per-coordinate diagnostics stored for each (diag_run, checkpoint, position).
-DIAGNOSTICS = (
-    "rhat",
-    "ess_bulk",
-    "ess_tail",
-    "mcse_mean",
-    "psense_prior",
-    "psense_likelihood",
-)
-#: The usual threshold of power-scaling sensitivity (``arviz.psense_summary``).
-PSENSE_THRESHOLD = 0.05
 
 _COMPILED: dict = {}
 
@@ -151,87 +149,6 @@ def _conjugate_fns(cell: Cell, T: int):
     fns = (jax.jit(play), jax.jit(replay), env)
     _COMPILED[key] = fns
     return fns
-
-
-# ---------------------------------------------------------------- diagnostics
-def _as_dataset(obj):
-    import xarray as xr
-
-    return obj.to_dataset() if isinstance(obj, xr.DataTree) else obj
-
-
-def posterior_diagnostics(dt, var_name: str = "theta") -> dict[str, np.ndarray]:
-    """ArviZ diagnostics of one posterior DataTree, per coordinate of ``var_name``.
-
-    Args:
-        dt: DataTree with posterior, sample_stats, log_prior and log_likelihood.
-        var_name: the (chain, draw, p) posterior variable.
-
-    Returns:
-        dict of (p,) arrays ``rhat`` (rank-normalised), ``ess_bulk``, ``ess_tail``,
-        ``mcse_mean``, ``psense_prior``, ``psense_likelihood`` (NaN when the tree
-        has no log_likelihood group), and ``divergences`` (int, the count of
-        divergent transitions).
-
-    Example:
-        >>> import jax, bayesrank as br
-        >>> from bayesrank.studies.sensitivity import posterior_diagnostics
-        >>> env = br.RankingEnv.paper(seed=0, K=10, L=2, d=3)
-        >>> ts = br.RankTS(items=env.items, w=env.w, seed=0)
-        >>> for t in range(20):
-        ...     items = ts.select()
-        ...     ts.update(items, env.sample(jax.random.key(t), items))
-        >>> diag = posterior_diagnostics(ts.posterior(0))
-        >>> diag["rhat"].shape, bool(diag["rhat"].max() < 1.01), diag["divergences"]
-        ((3,), True, 0)
-    """
-    import arviz as az
-
-    v = [var_name]
-    out = {
-        "rhat": az.rhat(dt, var_names=v),
-        "ess_bulk": az.ess(dt, var_names=v, method="bulk"),
-        "ess_tail": az.ess(dt, var_names=v, method="tail"),
-        "mcse_mean": az.mcse(dt, var_names=v, method="mean"),
-        "psense_prior": az.psense(dt, var_names=v, group="prior"),
-    }
-    if "log_likelihood" in dt.children:
-        out["psense_likelihood"] = az.psense(dt, var_names=v, group="likelihood")
-    res = {
-        k: np.atleast_1d(np.asarray(_as_dataset(x)[var_name].values, float))
-        for k, x in out.items()
-    }
-    # a posterior with no pointwise likelihood (latent w: theta and w are drawn
-    # from the collapsed posterior) has no likelihood sensitivity to report
-    res.setdefault("psense_likelihood", np.full_like(res["psense_prior"], np.nan))
-    res["divergences"] = int(np.asarray(dt["sample_stats"]["diverging"]).sum())
-    return res
-
-
-def settle_round(regret: np.ndarray, best_value: float) -> np.ndarray:
-    """Rounds after which only optimal lists are played: (runs,) ints in [0, T].
-
-    Args:
-        regret: (runs, T) pseudo-regret per round.
-        best_value: the optimal expected total reward (sets the zero tolerance).
-
-    Returns:
-        For each run the count of rounds before the optimal value is played in every
-        remaining round; T when the last round is not optimal.
-
-    Example:
-        >>> import numpy as np
-        >>> from bayesrank.studies.sensitivity import settle_round
-        >>> regret = np.array([[1.0, 0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.2]])
-        >>> settle_round(regret, best_value=3.0).tolist()
-        [3, 5]
-    """
-    regret = np.asarray(regret)
-    tol = 1e-9 * max(1.0, abs(float(best_value)))
-    bad = regret > tol
-    T = regret.shape[-1]
-    last_bad = np.where(bad.any(-1), T - 1 - np.argmax(bad[..., ::-1], axis=-1), -1)
-    return (last_bad + 1).astype(np.int64)
 
 
 def _diag_key(seed: int, run: int, checkpoint: int, position: int):
@@ -410,126 +327,6 @@ def compute_payload(payload: dict) -> list[dict]:
              else _compute_nuts)(c, s) for c in cells]
 
 
-# ----------------------------------------------------------------------- store
-def _cell_coords(cell: Cell, key: str) -> dict:
-    p, e = cell.prior, cell.env
-    return {
-        "cell_key": key,
-        "label": cell.label,
-        "prior": p.name,
-        "family": p.family,
-        "location": p.location,
-        "scale": p.scale,
-        "correlation": p.correlation,
-        "noise_scale": p.noise_scale,
-        "df": p.df,
-        "a0": p.a0,
-        "b0": p.b0,
-        "w_prior": p.w_prior,
-        "w_location": p.w_location,
-        "w_scale": p.w_scale,
-        "hyperprior": p.hyperprior,
-        "hyper_scale": p.hyper_scale,
-        "env_index": cell.env_index,
-        "env_K": e.K,
-        "env_L": e.L,
-        "env_d": e.d,
-        "env_w_max": e.w_max,
-        "env_noise_sd": e.noise_sd,
-        "env_seed": e.seed,
-    }
-
-
-def _cell_dataset(cell: Cell, key: str, res: dict, s: SweepSettings):
-    import xarray as xr
-
-    regret = res["regret"]
-    cum = np.cumsum(regret, axis=-1)
-    diag_dims = ("diag_run", "checkpoint", "position", "theta_dim")
-    data = {
-        "regret": (("run", "round"), regret),
-        "cum_regret_mean": (("round",), cum.mean(0)),
-        "cum_regret_quantile": (
-            ("quantile", "round"),
-            np.quantile(cum, list(s.quantiles), axis=0),
-        ),
-        "final_regret": (("run",), cum[:, -1]),
-        "settle_round": (("run",), res["settle_round"]),
-        "loop_divergences": (("run", "env_position"), res["loop_divergences"]),
-        "divergences": (diag_dims[:-1], res["diagnostics"]["divergences"]),
-        "best_value": ((), res["best_value"]),
-        "seconds": ((), res["seconds"]),
-    }
-    for k in DIAGNOSTICS:
-        data[k] = (diag_dims, res["diagnostics"][k])
-    T = regret.shape[-1]
-    coords = {
-        "run": np.arange(regret.shape[0]),
-        "round": np.arange(1, T + 1),
-        "quantile": list(s.quantiles),
-        "checkpoint": list(s.checkpoints),
-        "position": res["positions"],
-        "diag_run": np.arange(s.diagnostic_runs),
-        "theta_dim": np.arange(res["diagnostics"]["rhat"].shape[-1]),
-        "env_position": np.arange(res["loop_divergences"].shape[-1]),
-    }
-    ds = xr.Dataset(data, coords=coords)
-    ds = ds.assign_coords({k: v for k, v in _cell_coords(cell, key).items()})
-    ds.attrs["cell"] = json.dumps(cell.to_dict())
-    ds.attrs["cell_key"] = key
-    ds["regret"].attrs["long_name"] = "pseudo-regret per round"
-    ds["settle_round"].attrs["long_name"] = (
-        "rounds after which only optimal lists are played (T: never)"
-    )
-    ds["psense_prior"].attrs["threshold"] = PSENSE_THRESHOLD
-    ds["loop_divergences"].attrs["long_name"] = (
-        "divergent transitions of the warm per-round NUTS chains (0 if conjugate)"
-    )
-    return ds
-
-
-class SweepStore:
-    """Finished cells as NetCDF files under ``root/cells`` (resumable sweeps).
-
-    Args:
-        root: the output folder.
-
-    Example:
-        >>> import tempfile, xarray as xr
-        >>> from bayesrank.studies.sensitivity import SweepStore
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     store = SweepStore(folder)
-        ...     _ = store.write("abc", xr.Dataset({"x": ("i", [1.0, 2.0])}))
-        ...     store.has("abc"), store.load("abc")["x"].values.tolist()
-        (True, [1.0, 2.0])
-    """
-
-    def __init__(self, root):
-        self.root = Path(root)
-        self.cells_dir = self.root / "cells"
-
-    def path(self, key: str) -> Path:
-        """The NetCDF file of the cell ``key``."""
-        return self.cells_dir / f"{key}.nc"
-
-    def has(self, key: str) -> bool:
-        """True when the cell's file exists (written atomically, so complete)."""
-        return self.path(key).is_file()
-
-    def write(self, key: str, ds) -> Path:
-        """Write a cell atomically (temporary file, then rename)."""
-        return files.save_netcdf(ds, self.path(key))
-
-    def load(self, key: str):
-        """The stored cell ``key`` as an ``xarray.Dataset`` (read into memory)."""
-        return files.load_netcdf(self.path(key))
-
-    def write_posteriors(self, key: str, trees: dict) -> None:
-        """Write the cell's diagnosed posteriors, ``{name: DataTree}``, as NetCDF."""
-        for name, dt in trees.items():
-            files.save_netcdf(dt, self.root / "posteriors" / key / f"{name}.nc")
-
-
 def _batches(pending: list[Cell], s: SweepSettings):
     """Units of work: conjugate cells grouped by (family, environment) and cut into
     ``batch_cells`` (0: whole groups), NUTS and latent-w cells one by one.
@@ -547,40 +344,6 @@ def _batches(pending: list[Cell], s: SweepSettings):
         size = s.batch_cells or len(cells)
         out.extend(cells[i : i + size] for i in range(0, len(cells), size))
     return out
-
-
-def _combine(spec: SweepSpec, store: SweepStore, keys: list[str]):
-    import xarray as xr
-
-    parts = [store.load(k) for k in keys]
-    for p in parts:
-        p.attrs.pop("cell", None)
-        p.attrs.pop("cell_key", None)
-        # Fixed-width strings would be cut to the first cell's width by concat
-        # ("correlated" -> "corre"): use variable-length ones.
-        for k in list(p.coords):
-            if p[k].dtype.kind == "U":
-                p.coords[k] = p[k].astype(object)
-    ds = xr.concat(
-        parts,
-        dim="cell",
-        join="outer",
-        data_vars="all",
-        coords="different",
-        compat="equals",
-        combine_attrs="drop",
-    )
-    n = len(parts)
-    ds = ds.assign_coords(cell=np.arange(n))
-    # Cell descriptions always run along ``cell`` (concat keeps equal ones scalar).
-    names = [k for k in ds.coords if k != "cell" and ds[k].ndim == 0]
-    ds = ds.assign_coords(
-        {k: ("cell", np.repeat(ds[k].values[None], n)) for k in names}
-    )
-    ds.attrs["settings"] = json.dumps(spec.settings.to_dict())
-    ds.attrs["config"] = json.dumps(spec.source, default=str)
-    ds.attrs["psense_threshold"] = PSENSE_THRESHOLD
-    return ds
 
 
 def run_sweep(
