@@ -5,13 +5,15 @@ model in :mod:`.model_config`, the file format in :mod:`.persist`, the kept
 impressions in :mod:`.history`, and the compiled programs it calls in :mod:`.program`
 (each name importable from here too, as before).
 
-A :class:`Policy` holds one state, a key and a round counter, checks inputs on the
-host and adds no math: the lists it selects are exactly those of its ``core`` (round
-t uses the key ``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
+A :class:`Policy` is ``(core, state, key, t)``: it checks inputs on the host and adds
+no math: the lists it selects are exactly those of its ``core`` (round t uses the key
+``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
 
     policy.select(*, v0=None, mask=None) -> (L,)
     policy.select_batch(v0=None, mask=None, *, n=None) -> (B, L)
+    policy.select_batch_at(state, t, v0=None, mask=None, *, n=None) -> (state, (B, L))
     policy.update(items, rewards, *, v0=None)         # NaN reward = not observed
+    policy.flush() -> policy                          # apply a pending update now
     policy.scores(*, v0=None) -> (first (K,), pairs (L-1, K, K))
     policy.add_items(vectors (m, d)) -> (m,) indices
 """
@@ -122,13 +124,25 @@ class Policy:
         self._t_dev = None  # the device copy select passes; rebuilt on demand
 
     # ------------------------------------------------------------------ the state
-    @property
-    def state(self):
-        """The core's state (a NamedTuple of arrays), current with every update.
+    def flush(self) -> Policy:
+        """Apply a pending update now; returns the policy.
 
-        A single-list :meth:`update` is checked and recorded at once, and its
-        arithmetic runs inside the next :meth:`select`'s compiled call; reading
-        ``state`` (or anything built on it) applies it first.
+        One update path: :meth:`update` checks a single list and records it as
+        *pending*; the next :meth:`select` applies it inside its own compiled call
+        (update, then select: one dispatch per round). ``flush`` applies it alone
+        (the core's ``update``), for a caller that wants the learnt state before
+        the next select. Reading :attr:`state` (and everything built on it:
+        ``posterior``, ``save``, ``select_batch``, ...) flushes first. Flushing
+        twice, or with nothing pending, does nothing.
+
+        Example:
+            >>> import jax, bayesrank as br
+            >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+            >>> policy = br.RankTS(env.items, w=env.w, seed=0)
+            >>> items = policy.select()
+            >>> policy.update(items, env.sample(jax.random.key(0), items))
+            >>> policy.pending, policy.flush().pending
+            (1, 0)
         """
         if self._pending is not None:
             lists, rewards, v0u = self._pending
@@ -136,7 +150,22 @@ class Policy:
             self._state = self._update(
                 self._state, lists, rewards, self._ctx._replace(v0=v0u)
             )
-        return self._state
+        return self
+
+    @property
+    def pending(self) -> int:
+        """The number of recorded updates not yet applied to the state (0 or 1)."""
+        return int(self._pending is not None)
+
+    @property
+    def state(self):
+        """The core's state (a NamedTuple of arrays), current with every update.
+
+        Reading it calls :meth:`flush` first (a pending single-list update is
+        applied), so what it returns has learnt from every :meth:`update` so far.
+        Setting it replaces the state and drops a pending update.
+        """
+        return self.flush()._state
 
     @state.setter
     def state(self, value) -> None:
@@ -182,13 +211,15 @@ class Policy:
             program.announce(type(self).__name__)
         t_dev = self._t_dev if self._t_dev is not None else jnp.asarray(self._t)
         old = self._state
-        # one program for both cases (a select without an update skips it):
-        # a new process traces and loads one program for its first round, not two
+        # the pending update (if any) runs inside this select's compiled call, one
+        # program for both cases (a select without an update skips it): a new
+        # process traces and loads one program for its first round, not two
         pending, apply = self._pending, np.True_
         if pending is None:
             pending, apply = self._no_update, np.False_
         out, sel, t_next = self._update_select(self.key, t_dev, old, ctx, pending, apply)
-        self.state = program.merge(out, old)
+        self._pending = None  # applied above
+        self._state = program.merge(out, old)
         self._last, self._last_v0 = sel, ctx.v0
         items = np.asarray(sel.items)
         self._t += 1
@@ -209,6 +240,33 @@ class Policy:
         deterministic, so row b equals ``select(v0=v0[b], mask=mask[b])``. The
         round counter advances by one.
         """
+        state, lists = self.select_batch_at(self.state, self.t, v0, mask, n=n)
+        self.state = state
+        self.t += 1
+        return lists
+
+    def select_batch_at(self, state, t, v0=None, mask=None, *, n=None):
+        """What :meth:`select_batch` would return at round ``t`` from ``state``,
+        without changing the policy: ``(new state, (B, L) lists)``.
+
+        A pure function of its arguments (the core's compiled ``select_batch`` with
+        the key ``fold_in(key, t)``; the policy's own state and round counter are
+        neither read nor written), so off-policy evaluation draws a target's lists
+        from an explicit copy of its state instead of saving and restoring it.
+
+        Args:
+            state: a state of this policy's core (e.g. ``policy.state``).
+            t: the round whose key is used.
+            v0, mask, n: as in :meth:`select_batch`.
+
+        Example:
+            >>> import bayesrank as br
+            >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+            >>> policy = br.RankTS(env.items, w=env.w, seed=0)
+            >>> _, lists = policy.select_batch_at(policy.state, 0, n=3)
+            >>> bool((lists == policy.select_batch(n=3)).all()), policy.t
+            (True, 1)
+        """
         v0s = check_batch_v0(v0, n, self.v0, self.items.shape[1])
         if mask is None:
             m = self._ctx.mask
@@ -216,10 +274,8 @@ class Policy:
             m = self._pad_mask(check_batch_mask(mask, self.K, self.L, self.distinct,
                                                 v0s.shape[0]))
         ctxs = Context(jnp.asarray(v0s), m)
-        state, sel = self._select_batch(self.key, self.t, self.state, ctxs)
-        self.state = state
-        self.t += 1
-        return np.asarray(sel.items)
+        state, sel = self._select_batch(self.key, t, state, ctxs)
+        return state, np.asarray(sel.items)
 
     def fit(self, log) -> None:
         """Warm start from a log (:func:`bayesrank.ope.as_log`): exactly replaying
@@ -253,6 +309,11 @@ class Policy:
         arrive late and in any order; only the context (v0) the list was shown in
         must travel with it.
 
+        A single list is checked and recorded at once as *pending*: the next
+        :meth:`select` applies it inside its own compiled call, or :meth:`flush`
+        (or reading :attr:`state`) applies it alone. Several lists (n, L) are
+        applied at once, in one compiled scan, after a pending one.
+
         Args:
             items: (L,) or (n, L) int item indices in [0, K) (with ``distinct=True``
                 no list may show an item twice).
@@ -275,7 +336,7 @@ class Policy:
         # conversion dispatched per call).
         it = items_a.astype(np.int32, copy=False)
         v0s = np.asarray(v0s, self._ctx.v0.dtype)
-        self.state = self._update_many(self.state, it, r, v0s)
+        self._state = self._update_many(self.state, it, r, v0s)  # state: flushed
         self._record(it, r, v0s)
 
     def _queue(self, items, r, v0) -> None:
@@ -291,7 +352,7 @@ class Policy:
             v0_host = check_v0(v0, self.items.shape[1])
             v0_arg = v0_host.astype(dtype)
         it = np.array(items, np.int32)  # a copy: the caller may reuse theirs
-        self.state  # noqa: B018  (applies an update still pending)
+        self.flush()  # an update still pending first: order is kept
         self._pending = (it, r.astype(dtype), v0_arg)
         self._history.append_one(items, r, v0_host)
 
