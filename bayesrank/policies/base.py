@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_lists, check_seed
+from bayesrank._validate import check_int, check_lists, check_seed
 from bayesrank.policies import program
 from bayesrank.policies.checks import (
     _check_distinct,
@@ -125,15 +125,11 @@ class Policy:
 
     # ------------------------------------------------------------------ the state
     def flush(self) -> Policy:
-        """Apply a pending update now; returns the policy.
-
-        One update path: :meth:`update` checks a single list and records it as
-        *pending*; the next :meth:`select` applies it inside its own compiled call
-        (update, then select: one dispatch per round). ``flush`` applies it alone
-        (the core's ``update``), for a caller that wants the learnt state before
-        the next select. Reading :attr:`state` (and everything built on it:
-        ``posterior``, ``save``, ``select_batch``, ...) flushes first. Flushing
-        twice, or with nothing pending, does nothing.
+        """Apply a pending update now (the core's compiled ``update``); returns the
+        policy. :meth:`update` records a single list as pending and the next
+        :meth:`select` applies it inside its own compiled call; reading :attr:`state`
+        (so ``posterior``, ``save``, ``select_batch``, ...) flushes first. With
+        nothing pending it does nothing.
 
         Example:
             >>> import jax, bayesrank as br
@@ -246,18 +242,12 @@ class Policy:
         return lists
 
     def select_batch_at(self, state, t, v0=None, mask=None, *, n=None):
-        """What :meth:`select_batch` would return at round ``t`` from ``state``,
-        without changing the policy: ``(new state, (B, L) lists)``.
-
-        A pure function of its arguments (the core's compiled ``select_batch`` with
-        the key ``fold_in(key, t)``; the policy's own state and round counter are
-        neither read nor written), so off-policy evaluation draws a target's lists
-        from an explicit copy of its state instead of saving and restoring it.
-
-        Args:
-            state: a state of this policy's core (e.g. ``policy.state``).
-            t: the round whose key is used.
-            v0, mask, n: as in :meth:`select_batch`.
+        """What :meth:`select_batch` would return at round ``t`` from ``state``:
+        ``(new state, (B, L) lists)``, a pure function (the core's compiled
+        ``select_batch``, key ``fold_in(key, t)``); the policy's own state and round
+        counter are neither read nor written (off-policy evaluation draws with it).
+        ``v0``, ``mask``, ``n`` as in :meth:`select_batch`; a ``state`` of another
+        structure, or a ``t`` that is not an int >= 0, raises naming it.
 
         Example:
             >>> import bayesrank as br
@@ -267,6 +257,11 @@ class Policy:
             >>> bool((lists == policy.select_batch(n=3)).all()), policy.t
             (True, 1)
         """
+        t = check_int(t, "t", low=0)
+        structure = jax.tree_util.tree_structure
+        if structure(state) != structure(self._state):
+            raise TypeError(f"state: expected a state of this policy's core "
+                            f"({type(self._state).__name__}), got {type(state).__name__}")
         v0s = check_batch_v0(v0, n, self.v0, self.items.shape[1])
         if mask is None:
             m = self._ctx.mask

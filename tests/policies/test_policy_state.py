@@ -231,3 +231,24 @@ def test_ope_draws_from_the_pure_core_without_writing_the_target(env):
         key = jax.random.fold_in(ts.key, 9 + g)
         state, sel = ts.core.select_batch(key, state, ctxs)
         np.testing.assert_array_equal(draws.lists[g], np.asarray(sel.items))
+
+
+@pytest.mark.parametrize("state, t, exc, match", [
+    (None, 0, TypeError, "^state:"),
+    ("prior", -1, ValueError, "^t:"),
+    ("prior", 1.5, TypeError, "^t:"),
+    ("prior", True, TypeError, "^t:"),
+    ("other", 0, TypeError, "^state:"),  # another core's state (a click baseline's)
+])
+def test_select_batch_at_refuses_a_bad_state_or_round(env, state, t, exc, match):
+    policy = br.RankTS(env.items, w=env.w, seed=0)
+    if state == "prior":
+        state = policy.state
+    elif state == "other":
+        state = br.CascadeKLUCB(K, L=L).state
+    before = [np.asarray(x) for x in jax.tree_util.tree_leaves(policy.state)]
+    with pytest.raises(exc, match=match):
+        policy.select_batch_at(state, t, n=2)
+    assert policy.t == 0
+    for a, b in zip(before, jax.tree_util.tree_leaves(policy.state)):
+        np.testing.assert_array_equal(a, np.asarray(b))
