@@ -85,7 +85,7 @@ def build(kind, env, method):
     if kind == "ts-identity":
         pol = br.RankTS(items=env.items, w=env.w, seed=0)
     elif kind == "ts-logistic":
-        pol = br.RankTS(LogisticGaussian(), items=env.items, w=env.w, seed=0)
+        pol = br.RankTS(model=LogisticGaussian(), items=env.items, w=env.w, seed=0)
     else:
         pol = br.RankUCB(items=env.items, w=env.w, seed=0)
     return pol

@@ -40,7 +40,7 @@ def policies(env, link: str, T: int) -> dict:
                                        seed=s),
         "RankTS (latent w, NUTS)": lambda s: br.RankTS(
             model=br.BayesGLM(link, n_max=T), items=V, L=4, w=prior(), v0=v0, seed=s),
-        "GenRankTS": lambda s: br.GenRankTS(V, 4, v0, model=base(), seed=s),
+        "GenRankTS": lambda s: br.GenRankTS(V, L=4, v0=v0, model=base(), seed=s),
     }
 
 

@@ -104,14 +104,15 @@ def evaluate(
         log: the log Dataset of :mod:`bayesrank.ope`, with the pscore variables the
             chosen estimators need.
         target: an object with ``select_batch(v0=(B, d)) -> (B, L)`` (a bayesrank
-            policy, evaluated frozen: it is never updated and its state and round
-            counter are restored; a log that names no catalogue, no ``K`` and no
-            ``items``, must show only indices below the target's ``K`` when it has
-            one, as ``target.fit(log)`` requires, else a ValueError names
-            ``lists``); or the target's precomputed probabilities of the logged
-            lists' events: a :class:`TargetProbabilities` or a mapping with keys
-            from "list", "position", "prefix" (or "cascade", as
-            :func:`target_probabilities` names it), "pair". With probabilities the
+            policy, evaluated as a pure function of a copy of its state and round
+            counter, ``select_batch_at``: it is never changed; a log that names no
+            catalogue, no ``K`` and no ``items``, must show only indices below the
+            target's ``K`` when it has one, as ``target.fit(log)`` requires, else
+            a ValueError names ``lists``); or the target's precomputed
+            probabilities of the logged lists' events: a
+            :class:`TargetProbabilities` or a mapping with keys from "list",
+            "position", "prefix" (or "cascade", as :func:`target_probabilities`
+            names it), "pair". With probabilities the
             estimators needing the reward model (dm, pair_dr) are refused, and the
             default estimators are those the given probabilities allow.
         estimators: names from :data:`ESTIMATORS` and/or :class:`Estimator` objects

@@ -1,9 +1,9 @@
-"""The target policy's lists: drawn once per distinct context, frozen, and turned
-into the probabilities of each logged list's events."""
+"""The target policy's lists: drawn once per distinct context (a bayesrank policy
+through its pure ``select_batch_at``, never changing it), and turned into the
+probabilities of each logged list's events."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import numpy as np
@@ -23,17 +23,28 @@ __all__ = [
 EVENTS = ("position", "pair", "cascade")
 
 
-@contextlib.contextmanager
-def _frozen(target):
-    """Restore the target's ``state`` and round counter ``t`` afterwards: drawing
-    lists never changes what the target has learnt (nothing calls ``update``)."""
-    saved = {a: getattr(target, a) for a in ("state", "t") if hasattr(target, a)}
-    try:
-        yield
-    finally:
-        for a, v in saved.items():
-            with contextlib.suppress(AttributeError):
-                setattr(target, a, v)
+def _drawer(target):
+    """``draw(v0s (B, d)) -> (B, L)``: the target's lists, never changing the target.
+
+    A bayesrank policy (it has ``select_batch_at``) is run as a pure function on an
+    explicit copy of its state and round counter: successive draws thread that copy
+    (round t, t + 1, ...) exactly as successive ``select_batch`` calls would, and
+    nothing is written back. Any other object's ``select_batch`` is called as it is
+    (it must not learn from drawing lists).
+    """
+    pure = getattr(target, "select_batch_at", None)
+    if pure is None:
+        return lambda v0s: target.select_batch(v0=v0s)
+    # reading ``state`` applies a pending update (``flush``): it is part of what
+    # the target has learnt
+    at = {"state": target.state, "t": target.t}
+
+    def draw(v0s):
+        at["state"], lists = pure(at["state"], at["t"], v0=v0s)
+        at["t"] += 1
+        return lists
+
+    return draw
 
 
 def catalogue_size(log) -> int | None:
@@ -101,8 +112,8 @@ def refuse_log_outside_target(log, target) -> None:
         )
 
 
-def _draw(target, v0, m: int) -> np.ndarray:
-    out = np.asarray(target.select_batch(v0=np.repeat(v0[None], m, 0)))
+def _draw(draw, v0, m: int) -> np.ndarray:
+    out = np.asarray(draw(np.repeat(v0[None], m, 0)))
     if out.ndim != 2 or out.shape[0] != m:
         raise ValueError(f"target: select_batch returned shape {out.shape}, expected ({m}, L)")
     return out
@@ -168,11 +179,14 @@ class TargetProbabilities(NamedTuple):
 
 
 def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws:
-    """Draw the target's lists once per distinct v0 of the log, frozen.
+    """Draw the target's lists once per distinct v0 of the log, never changing it.
 
     Rounds are grouped by identical v0 rows; the target draws ``n_draws`` lists per
-    group when random (RankTS), one list when deterministic. Its state and round
-    counter are restored afterwards and ``update`` is never called.
+    group when random (RankTS), one list when deterministic. A bayesrank policy is
+    run as a pure function of a copy of its state and round counter
+    (``select_batch_at``): the target itself is never changed (a pending update is
+    flushed, see ``Policy.flush``); another object's ``select_batch`` is called as
+    it is.
 
     A target that says its K (a bayesrank policy) must share the log's catalogue:
     the log's ``K`` (or the rows of its ``items``), else, when the log names none,
@@ -214,30 +228,30 @@ def draw_target(log, target, *, n_draws=1000, deterministic=None) -> TargetDraws
     L = lists.shape[1]
     uniq, inv = np.unique(v0s, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
-    with _frozen(target):
-        if deterministic is None:
-            first = _draw(target, uniq[0], n_draws)
-            deterministic = bool((first == first[0]).all())
-        else:
-            first = None
-        if deterministic:
-            one = np.asarray(target.select_batch(v0=uniq))
-            if one.shape != (len(uniq), L):
+    draw = _drawer(target)
+    if deterministic is None:
+        first = _draw(draw, uniq[0], n_draws)
+        deterministic = bool((first == first[0]).all())
+    else:
+        first = None
+    if deterministic:
+        one = np.asarray(draw(uniq))
+        if one.shape != (len(uniq), L):
+            raise ValueError(
+                f"target: select_batch returned shape {one.shape}, expected "
+                f"({len(uniq)}, {L})"
+            )
+        draws = one[:, None, :]
+    else:
+        if first is None:  # deterministic=False was given: nothing drawn yet
+            first = _draw(draw, uniq[0], n_draws)
+        draws = [first] + [_draw(draw, uniq[g], n_draws) for g in range(1, len(uniq))]
+        for D in draws:
+            if D.shape[1] != L:
                 raise ValueError(
-                    f"target: select_batch returned shape {one.shape}, expected "
-                    f"({len(uniq)}, {L})"
+                    f"target: lists of length {D.shape[1]}, the log's have {L}"
                 )
-            draws = one[:, None, :]
-        else:
-            if first is None:  # deterministic=False was given: nothing drawn yet
-                first = _draw(target, uniq[0], n_draws)
-            draws = [first] + [_draw(target, uniq[g], n_draws) for g in range(1, len(uniq))]
-            for D in draws:
-                if D.shape[1] != L:
-                    raise ValueError(
-                        f"target: lists of length {D.shape[1]}, the log's have {L}"
-                    )
-            draws = np.stack(draws)
+        draws = np.stack(draws)
     if draws.dtype.kind not in "iu":
         raise TypeError(f"target: select_batch returned dtype {draws.dtype}, expected int")
     refuse_foreign_items(draws, K)
@@ -308,8 +322,8 @@ def target_probabilities(
 
     Rounds are grouped by identical v0 rows; the target draws once per distinct v0
     (:func:`draw_target`): ``n_draws`` lists for a random target (RankTS), one list
-    for a deterministic one (an exact 0/1 probability). The target is frozen: its
-    state and round counter are restored afterwards and ``update`` is never called.
+    for a deterministic one (an exact 0/1 probability). The target is never changed
+    (see :func:`draw_target`).
 
     Args:
         log: the log Dataset (lists, v0).
@@ -350,7 +364,7 @@ def true_value(env, target, v0=None, n_draws=1000) -> float:
 
     Exact (``env.expected_reward`` of its list) when the target's ``n_draws`` lists
     are all equal (a deterministic target), else their Monte Carlo average. The
-    target is frozen as in :func:`evaluate`.
+    target is never changed, as in :func:`draw_target`.
 
     Args:
         env: a :class:`bayesrank.RankingEnv`.
@@ -375,8 +389,7 @@ def true_value(env, target, v0=None, n_draws=1000) -> float:
         v0 = np.asarray(v0, float)
         env = env.with_v0(v0)
     _refuse_other_K(target, int(env.K), "the env's")
-    with _frozen(target):
-        lists = _draw(target, v0, check_int(n_draws, "n_draws", low=1))
+    lists = _draw(_drawer(target), v0, check_int(n_draws, "n_draws", low=1))
     if lists.dtype.kind not in "iu":
         raise TypeError(f"target: select_batch returned dtype {lists.dtype}, expected int")
     if lists.shape[1] != env.L:

@@ -5,13 +5,15 @@ model in :mod:`.model_config`, the file format in :mod:`.persist`, the kept
 impressions in :mod:`.history`, and the compiled programs it calls in :mod:`.program`
 (each name importable from here too, as before).
 
-A :class:`Policy` holds one state, a key and a round counter, checks inputs on the
-host and adds no math: the lists it selects are exactly those of its ``core`` (round
-t uses the key ``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
+A :class:`Policy` is ``(core, state, key, t)``: it checks inputs on the host and adds
+no math: the lists it selects are exactly those of its ``core`` (round t uses the key
+``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
 
     policy.select(*, v0=None, mask=None) -> (L,)
     policy.select_batch(v0=None, mask=None, *, n=None) -> (B, L)
+    policy.select_batch_at(state, t, v0=None, mask=None, *, n=None) -> (state, (B, L))
     policy.update(items, rewards, *, v0=None)         # NaN reward = not observed
+    policy.flush() -> policy                          # apply a pending update now
     policy.scores(*, v0=None) -> (first (K,), pairs (L-1, K, K))
     policy.add_items(vectors (m, d)) -> (m,) indices
 """
@@ -22,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_lists, check_position, check_seed
+from bayesrank._validate import check_int, check_lists, check_seed
 from bayesrank.policies import program
 from bayesrank.policies.checks import (
     as_batch_mask,
@@ -38,6 +40,7 @@ from bayesrank.policies.checks import (
 from bayesrank.policies.context import Context, check_mask, check_v0
 from bayesrank.policies.core import PolicyCore, with_items
 from bayesrank.policies.history import DEFAULT_CAPACITY, History, as_capacity
+from bayesrank.policies.inspection import Inspection
 from bayesrank.policies.model_config import (  # noqa: F401 (re-exported)
     model_config,
     model_from_config,
@@ -47,7 +50,7 @@ from bayesrank.policies.persist import load_policy, save_policy
 __all__ = ["Policy", "as_items_w_v0", "as_rewards", "refuse_non_model"]
 
 
-class Policy:
+class Policy(Inspection):
     """Holds a functional core and one state; subclasses are short constructors.
 
     Subclasses set ``K``, ``L``, ``items`` (K, d), ``w``, ``v0``, ``model``, ``mask``,
@@ -122,13 +125,21 @@ class Policy:
         self._t_dev = None  # the device copy select passes; rebuilt on demand
 
     # ------------------------------------------------------------------ the state
-    @property
-    def state(self):
-        """The core's state (a NamedTuple of arrays), current with every update.
+    def flush(self) -> Policy:
+        """Apply a pending update now (the core's compiled ``update``); returns the
+        policy. :meth:`update` records a single list as pending and the next
+        :meth:`select` applies it inside its own compiled call; reading :attr:`state`
+        (so ``posterior``, ``save``, ``select_batch``, ...) flushes first. With
+        nothing pending it does nothing.
 
-        A single-list :meth:`update` is checked and recorded at once, and its
-        arithmetic runs inside the next :meth:`select`'s compiled call; reading
-        ``state`` (or anything built on it) applies it first.
+        Example:
+            >>> import jax, bayesrank as br
+            >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+            >>> policy = br.RankTS(env.items, w=env.w, seed=0)
+            >>> items = policy.select()
+            >>> policy.update(items, env.sample(jax.random.key(0), items))
+            >>> policy.pending, policy.flush().pending
+            (1, 0)
         """
         if self._pending is not None:
             lists, rewards, v0u = self._pending
@@ -136,7 +147,22 @@ class Policy:
             self._state = self._update(
                 self._state, lists, rewards, self._ctx._replace(v0=v0u)
             )
-        return self._state
+        return self
+
+    @property
+    def pending(self) -> int:
+        """The number of recorded updates not yet applied to the state (0 or 1)."""
+        return int(self._pending is not None)
+
+    @property
+    def state(self):
+        """The core's state (a NamedTuple of arrays), current with every update.
+
+        Reading it calls :meth:`flush` first (a pending single-list update is
+        applied), so what it returns has learnt from every :meth:`update` so far.
+        Setting it replaces the state and drops a pending update.
+        """
+        return self.flush()._state
 
     @state.setter
     def state(self, value) -> None:
@@ -182,13 +208,15 @@ class Policy:
             program.announce(type(self).__name__)
         t_dev = self._t_dev if self._t_dev is not None else jnp.asarray(self._t)
         old = self._state
-        # one program for both cases (a select without an update skips it):
-        # a new process traces and loads one program for its first round, not two
+        # the pending update (if any) runs inside this select's compiled call, one
+        # program for both cases (a select without an update skips it): a new
+        # process traces and loads one program for its first round, not two
         pending, apply = self._pending, np.True_
         if pending is None:
             pending, apply = self._no_update, np.False_
         out, sel, t_next = self._update_select(self.key, t_dev, old, ctx, pending, apply)
-        self.state = program.merge(out, old)
+        self._pending = None  # applied above
+        self._state = program.merge(out, old)
         self._last, self._last_v0 = sel, ctx.v0
         items = np.asarray(sel.items)
         self._t += 1
@@ -209,6 +237,32 @@ class Policy:
         deterministic, so row b equals ``select(v0=v0[b], mask=mask[b])``. The
         round counter advances by one.
         """
+        state, lists = self.select_batch_at(self.state, self.t, v0, mask, n=n)
+        self.state = state
+        self.t += 1
+        return lists
+
+    def select_batch_at(self, state, t, v0=None, mask=None, *, n=None):
+        """What :meth:`select_batch` would return at round ``t`` from ``state``:
+        ``(new state, (B, L) lists)``, a pure function (the core's compiled
+        ``select_batch``, key ``fold_in(key, t)``); the policy's own state and round
+        counter are neither read nor written (off-policy evaluation draws with it).
+        ``v0``, ``mask``, ``n`` as in :meth:`select_batch`; a ``state`` of another
+        structure, or a ``t`` that is not an int >= 0, raises naming it.
+
+        Example:
+            >>> import bayesrank as br
+            >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
+            >>> policy = br.RankTS(env.items, w=env.w, seed=0)
+            >>> _, lists = policy.select_batch_at(policy.state, 0, n=3)
+            >>> bool((lists == policy.select_batch(n=3)).all()), policy.t
+            (True, 1)
+        """
+        t = check_int(t, "t", low=0)
+        structure = jax.tree_util.tree_structure
+        if structure(state) != structure(self._state):
+            raise TypeError(f"state: expected a state of this policy's core "
+                            f"({type(self._state).__name__}), got {type(state).__name__}")
         v0s = as_batch_v0(v0, n, self.v0, self.items.shape[1])
         if mask is None:
             m = self._ctx.mask
@@ -216,10 +270,8 @@ class Policy:
             m = self._pad_mask(as_batch_mask(mask, self.K, self.L, self.distinct,
                                                 v0s.shape[0]))
         ctxs = Context(jnp.asarray(v0s), m)
-        state, sel = self._select_batch(self.key, self.t, self.state, ctxs)
-        self.state = state
-        self.t += 1
-        return np.asarray(sel.items)
+        state, sel = self._select_batch(self.key, t, state, ctxs)
+        return state, np.asarray(sel.items)
 
     def fit(self, log) -> None:
         """Warm start from a log (:func:`bayesrank.ope.as_log`): exactly replaying
@@ -253,6 +305,11 @@ class Policy:
         arrive late and in any order; only the context (v0) the list was shown in
         must travel with it.
 
+        A single list is checked and recorded at once as *pending*: the next
+        :meth:`select` applies it inside its own compiled call, or :meth:`flush`
+        (or reading :attr:`state`) applies it alone. Several lists (n, L) are
+        applied at once, in one compiled scan, after a pending one.
+
         Args:
             items: (L,) or (n, L) int item indices in [0, K) (with ``distinct=True``
                 no list may show an item twice).
@@ -275,7 +332,7 @@ class Policy:
         # conversion dispatched per call).
         it = items_a.astype(np.int32, copy=False)
         v0s = np.asarray(v0s, self._ctx.v0.dtype)
-        self.state = self._update_many(self.state, it, r, v0s)
+        self._state = self._update_many(self.state, it, r, v0s)  # state: flushed
         self._record(it, r, v0s)
 
     def _queue(self, items, r, v0) -> None:
@@ -291,7 +348,7 @@ class Policy:
             v0_host = check_v0(v0, self.items.shape[1])
             v0_arg = v0_host.astype(dtype)
         it = np.array(items, np.int32)  # a copy: the caller may reuse theirs
-        self.state  # noqa: B018  (applies an update still pending)
+        self.flush()  # an update still pending first: order is kept
         self._pending = (it, r.astype(dtype), v0_arg)
         self._history.append_one(items, r, v0_host)
 
@@ -322,28 +379,6 @@ class Policy:
         return self._history.arrays()
 
     # ----------------------------------------------------------------- the scores
-    def scores(self, *, v0=None):
-        """The tables the last :meth:`select` maximised, for a request with ``v0``.
-
-        Pairwise policies return ``(first (K,), pairs (L-1, K, K))`` (the Thompson
-        draw's or the optimistic scores), so ``best_list(*policy.scores(v0=v))``
-        reproduces ``select(v0=v)`` at the same estimate; window policies return
-        the list of window tables. O(L K^2) memory: meant for moderate K.
-
-        Args:
-            v0: (d,) the request's last item; None: the v0 of the last select.
-        """
-        if self._last is None:
-            raise RuntimeError("scores: call select() first")
-        params = self._last.params
-        v = self._last_v0 if v0 is None else jnp.asarray(check_v0(v0, self.items.shape[1]))
-        out = self._scores(params, self.state.items, v)
-        K = self.K
-        if self._core.tables.kind == "window":
-            return [t[(slice(0, K),) * t.ndim] for t in out]
-        first, pairs = out
-        return first[:K], pairs[:, :K, :K]
-
     # ------------------------------------------------------------------- new items
     def add_items(self, vectors) -> np.ndarray:
         """Add items at run time: vectors (m, d). Returns their (m,) indices.
@@ -362,49 +397,6 @@ class Policy:
         self.K = K_new
         self._default_ctx()
         return idx
-
-    # ---------------------------------------------------------------- the posterior
-    def features(self, lists, v0=None) -> np.ndarray:
-        """(..., L, p) the features each position's model learns from, for shown
-        lists (..., L) in the context v0 (d,) or (..., d) (default: the
-        constructor's)."""
-        lists = np.asarray(lists)
-        d = self.items.shape[1]
-        v = np.asarray(self.v0 if v0 is None else v0, float)
-        v = np.broadcast_to(v, lists.shape[:-1] + (d,)).reshape(-1, d)
-        flat = jnp.asarray(lists.reshape(-1, self.L), jnp.int32)
-        if flat.shape[0] == 0:  # no lists yet (a fresh policy): p from one dummy list
-            p = self._features_prog(self.state.items, jnp.zeros((1, self.L), jnp.int32),
-                                    jnp.zeros((1, d))).shape[-1]
-            return np.zeros(lists.shape + (p,))
-        feats = self._features_prog(self.state.items, flat, jnp.asarray(v))
-        return np.asarray(feats).reshape(lists.shape + (-1,))
-
-    def posterior_mean(self) -> np.ndarray:
-        """(L, p) posterior mean of each position's parameter (for the UCB policies,
-        the estimate ``theta_hat`` they are centred on)."""
-        return np.asarray(self.model.mean(self.state.model))
-
-    def posterior(self, position: int, **kwargs):
-        """The posterior of a 0-based position's parameter as an ArviZ DataTree.
-
-        Groups: posterior, sample_stats, log_likelihood, log_prior, observed_data; so
-        ``arviz.summary``, ``arviz.rhat``, ``arviz.ess`` and ``arviz.psense_summary``
-        work on it. Closed-form models are summarised as exact draws; NUTS models run
-        several fresh chains on the current data. ``kwargs`` go to the model's
-        ``to_datatree`` (e.g. ``chains``, ``draws``).
-        """
-        check_position(position, self.L)
-        key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
-        # One protocol: models that keep only sufficient statistics read ``data``;
-        # models with their own (possibly windowed) buffers ignore it.
-        items, rewards, v0s = self._history_arrays()
-        x = self.features(items, v0s)
-        seen = np.isfinite(rewards[:, position])
-        data = (x[seen, position, :], rewards[seen, position])
-        return self.model.to_datatree(
-            self.state.model, int(position), key=key, data=data, **kwargs
-        )
 
     # ------------------------------------------------------------------ persistence
     def _arrays(self) -> dict:

@@ -32,6 +32,7 @@ from bayesrank.policies.bonus import UCBTables
 from bayesrank.policies.core import compose
 from bayesrank.policies.estimate import Optimistic, Thompson
 from bayesrank.policies.features import item_features
+from bayesrank.policies.keywords import keyword_only
 from bayesrank.policies.tables import LinearTables
 from bayesrank.policies.ucb import LinearConfig, UCBWidth
 
@@ -67,16 +68,17 @@ class RankedBaseline(LinearConfig, UCBWidth, Policy):
     """Per-position linear bandits ignoring the previous item (the paper's baseline).
 
     Args:
-        items: (K, d) item vectors.
+        items: (K, d) item vectors (the one positional argument; the rest are
+            keyword-only).
         L: list length.
         v0: (d,) the user's last item (unused by the model: w is taken as 0; kept
             for the common interface).
         delta, lam, alpha: the UCB width, as in :class:`~bayesrank.RankUCB`
             (``kind="ucb"``); ``lam`` also sets the TS prior scale ``1/sqrt(lam)``.
+        m2: bound on ``||theta^l||`` in Lemma 1's width.
         kind: "ucb" (LinUCB per position) or "ts" (linear Thompson sampling).
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
         seed: the seed of the Thompson draws (``kind="ts"``).
-        m2: bound on ``||theta^l||`` in Lemma 1's width.
 
     Example:
         >>> import jax, bayesrank as br
@@ -93,20 +95,21 @@ class RankedBaseline(LinearConfig, UCBWidth, Policy):
     _takes_model = False
     _learns_scales = False  # the paper's baseline keeps its ridge model
 
+    @keyword_only("items", "L", "v0")
     def __init__(
         self,
         items=None,
+        *,
         L=None,
         v0=None,
-        *,
         delta: float = 0.1,
         lam: float | None = None,
         alpha: float | None = None,
+        m2: float = 1.0,
         kind: str = "ucb",
         distinct: bool = False,
         mask=None,
         seed: int = 0,
-        m2: float = 1.0,
     ):
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")

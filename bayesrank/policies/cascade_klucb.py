@@ -21,7 +21,7 @@ policy learnt from: the t-th list is selected with ``t = 1 + (lists learnt so fa
 Example:
     >>> import jax, bayesrank as br
     >>> env = br.simulation.CascadeEnv.synthetic(K=8, L=3, seed=0)
-    >>> policy = br.CascadeKLUCB(8, 3)
+    >>> policy = br.CascadeKLUCB(8, L=3)
     >>> items = policy.select()
     >>> policy.update(items, env.sample(jax.random.key(0), items))
     >>> items.tolist(), policy.t
@@ -43,6 +43,7 @@ from bayesrank.policies.click_base import (
     as_k_l,
     cascade_observed,
 )
+from bayesrank.policies.keywords import keyword_only
 
 __all__ = ["CascadeKLUCB", "KLUCBStats", "bernoulli_kl", "kl_ucb_index"]
 
@@ -55,7 +56,7 @@ class KLUCBStats(NamedTuple):
 
     Example:
         >>> import bayesrank as br
-        >>> br.CascadeKLUCB(4, 2).state.model.n.tolist()
+        >>> br.CascadeKLUCB(4, L=2).state.model.n.tolist()
         [0, 0, 0, 0]
     """
 
@@ -110,7 +111,7 @@ class KLUCBCore(ClickCore):
 
     Example:
         >>> import bayesrank as br
-        >>> type(br.CascadeKLUCB(4, 2).core).__name__
+        >>> type(br.CascadeKLUCB(4, L=2).core).__name__
         'KLUCBCore'
     """
 
@@ -150,7 +151,7 @@ class CascadeKLUCB(ClickPolicy):
     Example:
         >>> import jax, bayesrank as br
         >>> env = br.simulation.CascadeEnv.synthetic(K=10, L=3, seed=1)
-        >>> policy = br.CascadeKLUCB(10, 3)
+        >>> policy = br.CascadeKLUCB(10, L=3)
         >>> for t in range(20):
         ...     items = policy.select()
         ...     policy.update(items, env.sample(jax.random.key(t), items))
@@ -158,14 +159,15 @@ class CascadeKLUCB(ClickPolicy):
         True
     """
 
-    def __init__(self, K: int, L: int):
+    @keyword_only("K", "L")
+    def __init__(self, K: int, *, L: int):
         K, L = as_k_l(K, L)
         self._init_click(K, L)
         self._setup(KLUCBCore(self.items, L), 0)
 
     @classmethod
     def _rebuild(cls, cfg, args, seed):
-        return cls(cfg["K"], cfg["L"])
+        return cls(cfg["K"], L=cfg["L"])
 
     def _inconsistent(self, model):
         n, c = np.asarray(model.n), np.asarray(model.clicks)

@@ -25,7 +25,7 @@ Example:
     >>> import jax, bayesrank as br
     >>> env = br.simulation.CascadeEnv.from_features(
     ...     jax.random.normal(jax.random.key(0), (10, 3)), jax.numpy.ones(3), L=3)
-    >>> policy = br.CascadeLinUCB(env.items, 3)
+    >>> policy = br.CascadeLinUCB(env.items, L=3)
     >>> items = policy.select()
     >>> policy.update(items, env.sample(jax.random.key(1), items))
     >>> policy.theta_hat().shape
@@ -47,6 +47,7 @@ from bayesrank.policies.click_base import (
     as_k_l,
     cascade_observed,
 )
+from bayesrank.policies.keywords import keyword_only
 from bayesrank.posteriors.linalg import (
     chol_solve,
     chol_update_many,
@@ -67,7 +68,7 @@ class LinStats(NamedTuple):
 
     Example:
         >>> import numpy as np, bayesrank as br
-        >>> br.CascadeLinUCB(np.eye(3), 2).state.model.b.tolist()
+        >>> br.CascadeLinUCB(np.eye(3), L=2).state.model.b.tolist()
         [0.0, 0.0, 0.0]
     """
 
@@ -82,7 +83,7 @@ class LinCore(ClickCore):
 
     Example:
         >>> import numpy as np, bayesrank as br
-        >>> br.CascadeLinTS(np.eye(3), 2).core.random
+        >>> br.CascadeLinTS(np.eye(3), L=2).core.random
         True
     """
 
@@ -147,19 +148,20 @@ class CascadeLinTS(_LinPolicy):
         >>> import jax, bayesrank as br
         >>> V = jax.random.normal(jax.random.key(0), (10, 3))
         >>> env = br.simulation.CascadeEnv.from_features(V, jax.numpy.ones(3), L=3)
-        >>> policy = br.CascadeLinTS(env.items, 3, seed=0)
+        >>> policy = br.CascadeLinTS(env.items, L=3, seed=0)
         >>> items = policy.select()
         >>> policy.update(items, env.sample(jax.random.key(1), items))
         >>> items.shape
         (3,)
     """
 
-    def __init__(self, items, L, *, seed: int = 0):
+    @keyword_only("items", "L")
+    def __init__(self, items, *, L, seed: int = 0):
         self._init_lin(items, L, None, seed)
 
     @classmethod
     def _rebuild(cls, cfg, args, seed):
-        return cls(args["items"], cfg["L"], seed=seed)
+        return cls(args["items"], L=cfg["L"], seed=seed)
 
 
 class CascadeLinUCB(_LinPolicy):
@@ -172,12 +174,13 @@ class CascadeLinUCB(_LinPolicy):
 
     Example:
         >>> import numpy as np, bayesrank as br
-        >>> policy = br.CascadeLinUCB(np.eye(4), 2, alpha=0.5)
+        >>> policy = br.CascadeLinUCB(np.eye(4), L=2, alpha=0.5)
         >>> policy.select().tolist()                 # equal scores: lower index first
         [0, 1]
     """
 
-    def __init__(self, items, L, *, alpha: float | None = None):
+    @keyword_only("items", "L")
+    def __init__(self, items, *, L, alpha: float | None = None):
         a = DEFAULT_ALPHA if alpha is None else check_real(alpha, "alpha", low=0)
         if a <= 0:
             raise ValueError(f"alpha: expected a positive number, got {alpha!r}")
@@ -189,4 +192,4 @@ class CascadeLinUCB(_LinPolicy):
 
     @classmethod
     def _rebuild(cls, cfg, args, seed):
-        return cls(args["items"], cfg["L"], alpha=cfg["alpha"])
+        return cls(args["items"], L=cfg["L"], alpha=cfg["alpha"])

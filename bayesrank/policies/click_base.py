@@ -74,7 +74,7 @@ class ClickCore(Part):
 
     Example:
         >>> import jax, jax.numpy as jnp, bayesrank as br
-        >>> core = br.CascadeKLUCB(5, 2).core                   # a ClickCore
+        >>> core = br.CascadeKLUCB(5, L=2).core                   # a ClickCore
         >>> ctx = br.policies.Context(jnp.zeros(1), jnp.ones(5, bool))
         >>> state, sel = core.select(jax.random.key(0), core.init(), ctx)
         >>> sel.items.tolist()                                  # nothing seen yet
@@ -155,7 +155,7 @@ class ClickPolicy(Policy):
     Example:
         >>> import bayesrank as br
         >>> from bayesrank.policies.click_base import ClickPolicy
-        >>> isinstance(br.CascadeKLUCB(5, 2), ClickPolicy)
+        >>> isinstance(br.CascadeKLUCB(5, L=2), ClickPolicy)
         True
     """
 

@@ -37,6 +37,7 @@ from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Thompson
 from bayesrank.policies.features import pair_features
 from bayesrank.policies.gen_ucb import w_hat
+from bayesrank.policies.keywords import keyword_only
 from bayesrank.policies.tables import PairTables
 from bayesrank.posteriors import GaussianLinear
 
@@ -55,13 +56,14 @@ class GenRankTS(Policy):
     """Ranking Thompson sampling that learns the dependency weights (2d relaxation).
 
     Args:
-        items: (K, d) item vectors.
+        items: (K, d) item vectors (the one positional argument; the rest are
+            keyword-only).
         L: list length.
         v0: (d,) the default user's last item (zeros if omitted).
         model: per-position posterior over phi in R^{2d} (default
             ``GaussianLinear()``); any bayesrank posterior.
-        seed: the seed of the Thompson draws.
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
+        seed: the seed of the Thompson draws.
 
     Example:
         >>> import jax, bayesrank as br
@@ -75,8 +77,9 @@ class GenRankTS(Policy):
 
     _array_args = ("items", "v0")
 
-    def __init__(self, items=None, L=None, v0=None, *, model=None, seed: int = 0,
-                 distinct: bool = False, mask=None):
+    @keyword_only("items", "L", "v0")
+    def __init__(self, items=None, *, L=None, v0=None, model=None,
+                 distinct: bool = False, mask=None, seed: int = 0):
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")
         if model is None:

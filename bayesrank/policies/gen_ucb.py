@@ -37,6 +37,7 @@ from bayesrank.policies.bonus import GenUCBTables
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Optimistic
 from bayesrank.policies.features import pair_features
+from bayesrank.policies.keywords import keyword_only
 from bayesrank.policies.ucb import UCBPolicy
 
 __all__ = ["GenRankUCB", "gen_rank_ucb", "w_hat"]
@@ -65,16 +66,15 @@ class GenRankUCB(UCBPolicy):
     """genRankUCB: ranking UCB that learns the dependency weights w (Appendix B).
 
     Args:
-        items: (K, d) item vectors.
+        items: (K, d) item vectors (the one positional argument; the rest are
+            keyword-only).
         L: list length.
         v0: (d,) the default user's last item (zeros if omitted).
-        delta, lam, alpha: the width, as in :class:`~bayesrank.RankUCB`.
-        distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
-        seed: kept for the common interface (nothing is drawn).
         model: per-position posterior over phi (default as in
             :class:`~bayesrank.RankUCB`: ``GaussianLinear()``, learnt scales; with
             ``lam``, ``alpha`` or ``m2`` given, the ridge
             ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``).
+        delta, lam, alpha: the width, as in :class:`~bayesrank.RankUCB`.
         m2: bound on ``||theta^l||`` (None: 1.0; in units of the noise sd where
             the model learns it, as in RankUCB).
         m3: the declared bound on ``|w_l|`` (assumption (c) of the paper's
@@ -87,6 +87,8 @@ class GenRankUCB(UCBPolicy):
             Only positions 2..L need it when v0 = 0 (w_1 multiplies v0). Unused
             when ``alpha`` is given.
         c1: the link's lower derivative bound (non-identity links).
+        distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
+        seed: kept for the common interface (nothing is drawn).
 
     Example:
         >>> import jax, bayesrank as br
@@ -101,22 +103,23 @@ class GenRankUCB(UCBPolicy):
     _array_args = ("items", "v0")
     _extra_config = ("L", "m3")
 
+    @keyword_only("items", "L", "v0")
     def __init__(
         self,
         items=None,
+        *,
         L=None,
         v0=None,
-        *,
+        model=None,
         delta: float = 0.1,
         lam: float | None = None,
         alpha: float | None = None,
-        distinct: bool = False,
-        mask=None,
-        seed: int = 0,
-        model=None,
         m2: float | None = None,
         m3: float = 10.0,
         c1: float | None = None,
+        distinct: bool = False,
+        mask=None,
+        seed: int = 0,
     ):
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")

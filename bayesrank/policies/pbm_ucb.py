@@ -16,7 +16,7 @@ NaN positions are not observed and count nothing.
 Example:
     >>> import jax, bayesrank as br
     >>> env = br.simulation.PBMEnv.synthetic(K=8, L=3, seed=0)
-    >>> policy = br.PBMUCB(8, 3, env.examination)
+    >>> policy = br.PBMUCB(8, L=3, examination=env.examination)
     >>> items = policy.select()
     >>> policy.update(items, env.sample(jax.random.key(0), items))
     >>> items.tolist()
@@ -32,6 +32,7 @@ import numpy as np
 
 from bayesrank._validate import check_probabilities
 from bayesrank.policies.click_base import ClickCore, ClickPolicy, as_k_l
+from bayesrank.policies.keywords import keyword_only
 
 __all__ = ["PBMUCB", "PBMStats", "pbm_ucb_index"]
 
@@ -41,7 +42,7 @@ class PBMStats(NamedTuple):
 
     Example:
         >>> import bayesrank as br
-        >>> br.PBMUCB(4, 2, [1.0, 0.5]).state.model.n.tolist()
+        >>> br.PBMUCB(4, L=2, examination=[1.0, 0.5]).state.model.n.tolist()
         [0, 0, 0, 0]
     """
 
@@ -72,7 +73,7 @@ class PBMCore(ClickCore):
 
     Example:
         >>> import bayesrank as br
-        >>> br.PBMUCB(4, 2, [0.5, 1.0]).core.slots.tolist()   # best item at position 2
+        >>> br.PBMUCB(4, L=2, examination=[0.5, 1.0]).core.slots.tolist()  # best at 2
         [1, 0]
     """
 
@@ -121,7 +122,7 @@ class PBMUCB(ClickPolicy):
     Example:
         >>> import jax, bayesrank as br
         >>> env = br.simulation.PBMEnv.synthetic(K=10, L=3, seed=1)
-        >>> policy = br.PBMUCB(10, 3, env.examination)
+        >>> policy = br.PBMUCB(10, L=3, examination=env.examination)
         >>> for t in range(20):
         ...     items = policy.select()
         ...     policy.update(items, env.sample(jax.random.key(t), items))
@@ -131,7 +132,8 @@ class PBMUCB(ClickPolicy):
 
     _array_args = ("examination",)
 
-    def __init__(self, K: int, L: int, examination):
+    @keyword_only("K", "L", "examination")
+    def __init__(self, K: int, *, L: int, examination):
         K, L = as_k_l(K, L)
         self.examination = as_examination(examination, L)
         self._init_click(K, L)
@@ -139,7 +141,7 @@ class PBMUCB(ClickPolicy):
 
     @classmethod
     def _rebuild(cls, cfg, args, seed):
-        return cls(cfg["K"], cfg["L"], args["examination"])
+        return cls(cfg["K"], L=cfg["L"], examination=args["examination"])
 
     def _inconsistent(self, model):
         n, c, w = (np.asarray(x) for x in (model.n, model.clicks, model.weight))

@@ -34,7 +34,7 @@ paper (which has no unavailable items).
 Example:
     >>> import jax, bayesrank as br
     >>> env = br.simulation.PBMEnv.synthetic(K=8, L=3, seed=0)
-    >>> policy = br.TopRank(8, 3, seed=0)
+    >>> policy = br.TopRank(8, L=3, seed=0)
     >>> items = policy.select()
     >>> policy.update(items, env.sample(jax.random.key(0), items))
     >>> sorted(policy.blocks().tolist()) == [0] * 8        # one block: G is empty
@@ -52,6 +52,7 @@ import numpy as np
 
 from bayesrank._validate import check_int
 from bayesrank.policies.click_base import ClickCore, ClickPolicy, as_k_l
+from bayesrank.policies.keywords import keyword_only
 
 __all__ = ["TOPRANK_C", "TopRank", "TopRankStats", "toprank_blocks",
            "toprank_threshold"]
@@ -66,7 +67,7 @@ class TopRankStats(NamedTuple):
 
     Example:
         >>> import bayesrank as br
-        >>> br.TopRank(3, 2).state.model.better.tolist()[0]
+        >>> br.TopRank(3, L=2).state.model.better.tolist()[0]
         [False, False, False]
     """
 
@@ -126,7 +127,7 @@ class TopRankCore(ClickCore):
 
     Example:
         >>> import bayesrank as br
-        >>> br.TopRank(4, 2).core.random
+        >>> br.TopRank(4, L=2).core.random
         True
     """
 
@@ -182,7 +183,7 @@ class TopRank(ClickPolicy):
     Example:
         >>> import jax, bayesrank as br
         >>> env = br.simulation.CascadeEnv.synthetic(K=6, L=2, seed=1, p=0.7, delta=0.6)
-        >>> policy = br.TopRank(6, 2, horizon=100, seed=0)
+        >>> policy = br.TopRank(6, L=2, horizon=100, seed=0)
         >>> for t in range(200):
         ...     items = policy.select()
         ...     policy.update(items, env.sample(jax.random.key(t), items))
@@ -190,7 +191,8 @@ class TopRank(ClickPolicy):
         [0, 1, 1, 1, 0, 1]
     """
 
-    def __init__(self, K: int, L: int, *, horizon: int = 10_000, seed: int = 0):
+    @keyword_only("K", "L")
+    def __init__(self, K: int, *, L: int, horizon: int = 10_000, seed: int = 0):
         K, L = as_k_l(K, L)
         self.horizon = check_int(horizon, "horizon", low=1)
         self._init_click(K, L)
@@ -201,7 +203,7 @@ class TopRank(ClickPolicy):
 
     @classmethod
     def _rebuild(cls, cfg, args, seed):
-        return cls(cfg["K"], cfg["L"], horizon=cfg["horizon"], seed=seed)
+        return cls(cfg["K"], L=cfg["L"], horizon=cfg["horizon"], seed=seed)
 
     def blocks(self) -> np.ndarray:
         """(K,) the block of each item now (0: P_1, the items with no better one)."""

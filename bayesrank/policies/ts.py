@@ -29,6 +29,7 @@ from bayesrank.policies.context import check_mask
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Thompson
 from bayesrank.policies.features import pair_features, window_features
+from bayesrank.policies.keywords import keyword_only
 from bayesrank.policies.tables import DrawnWTables, LinearTables, WindowTables
 from bayesrank.posteriors import GaussianLinear
 from bayesrank.posteriors.latent import is_latent, latent_model
@@ -67,9 +68,8 @@ class RankTS(Policy):
     """Ranking Thompson sampling with per-position Bayesian posteriors.
 
     Args:
-        model: a per-position posterior: ``GaussianLinear()`` (exact, the default),
-            ``BayesGLM(link=...)`` or ``NumPyroModel(user_model)`` (NUTS).
-        items: (K, d) item vectors.
+        items: (K, d) item vectors (the one positional argument; the rest are
+            keyword-only: ``RankTS(V, w=w)`` or ``RankTS(items=V, w=w)``).
         L: list length (taken from ``w`` if omitted).
         w: (L,) dependency on the previous item, or (L, S-1) for a window; zeros if
             omitted (the ranked-bandits assumption). Or a NumPyro distribution (batch
@@ -81,6 +81,8 @@ class RankTS(Policy):
             ``w=None``). ``model=LatentW(base, prior)`` is the same.
         v0: (d,) the default user's last item (zeros if omitted); each request may
             give its own to ``select``/``update``.
+        model: a per-position posterior: ``GaussianLinear()`` (exact, the default),
+            ``BayesGLM(link=...)`` or ``NumPyroModel(user_model)`` (NUTS).
         distinct: forbid repeated items in a list.
         mask: (K,) bool, True where an item may be shown by default.
         seed: the seed of the Thompson draws.
@@ -95,14 +97,15 @@ class RankTS(Policy):
         >>> ts.update(items, env.sample(jax.random.key(0), items))
     """
 
+    @keyword_only("model", "items", "L", "w", "v0")
     def __init__(
         self,
-        model=None,
         items=None,
+        *,
         L=None,
         w=None,
         v0=None,
-        *,
+        model=None,
         distinct: bool = False,
         mask=None,
         seed: int = 0,

@@ -82,6 +82,7 @@ from bayesrank.policies.context import check_mask
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Optimistic
 from bayesrank.policies.features import window_features
+from bayesrank.policies.keywords import keyword_only
 from bayesrank.posteriors.gaussian import GaussianLinear
 
 __all__ = [
@@ -304,16 +305,17 @@ class RankUCB(UCBPolicy):
     """Ranking UCB with known dependency weights (Algorithm 1).
 
     Args:
+        items: (K, d) item vectors (the one positional argument; the rest are
+            keyword-only).
+        L: list length (taken from ``w`` if omitted).
+        w: (L,) dependency on the previous item (zeros if omitted).
+        v0: (d,) the default user's last item (zeros if omitted).
         model: per-position posterior whose mean is theta_hat. By default
             ``GaussianLinear()``, which learns the prior's and the noise's scale (the
             width is then in units of the learnt noise sd: the same lists whatever
             the reward's units); with ``lam``, ``alpha`` or ``m2`` given and no
             model, the paper's ridge ``GaussianLinear(prior_scale=1/sqrt(lam),
             noise_scale=1)``.
-        items: (K, d) item vectors.
-        L: list length (taken from ``w`` if omitted).
-        w: (L,) dependency on the previous item (zeros if omitted).
-        v0: (d,) the default user's last item (zeros if omitted).
         delta: confidence level of Lemma 1, in (0, 1).
         lam: ridge parameter of ``V = lam I + sum x x^T``; None: the model's own
             regulariser (``LaplaceGLM``: ``1 / prior_scale^2``), else 1.0. Given
@@ -343,22 +345,23 @@ class RankUCB(UCBPolicy):
         (4,)
     """
 
+    @keyword_only("model", "items", "L", "w", "v0")
     def __init__(
         self,
-        model=None,
         items=None,
+        *,
         L=None,
         w=None,
         v0=None,
-        *,
+        model=None,
         delta: float = 0.1,
         lam: float | None = None,
         alpha: float | None = None,
+        m2: float | None = None,
+        c1: float | None = None,
         distinct: bool = False,
         mask=None,
         seed: int = 0,
-        m2: float | None = None,
-        c1: float | None = None,
     ):
         V, W, v0a, L = as_items_w_v0(items, L, w, v0)
         if W.ndim == 2:

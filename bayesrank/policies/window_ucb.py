@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayesrank.policies.base import as_items_w_v0
+from bayesrank.policies.keywords import keyword_only
 from bayesrank.policies.ucb import UCBPolicy, rank_ucb
 
 __all__ = ["WindowRankUCB"]
@@ -30,13 +31,14 @@ class WindowRankUCB(UCBPolicy):
     """Ranking UCB with a window of S-1 previous items (winRankUCB, Appendix E).
 
     Args:
-        model: per-position posterior (default as in RankUCB: learnt scales, or
-            the ridge when ``lam``, ``alpha`` or ``m2`` is given).
-        items: (K, d) item vectors.
+        items: (K, d) item vectors (the one positional argument; the rest are
+            keyword-only).
         L: list length (taken from ``w`` if omitted).
         w: (L, S-1) window weights, ``w[l, i-1]`` for the item i positions back; an
             (L,) array means S = 2.
         v0: (d,) the default user's last item.
+        model: per-position posterior (default as in RankUCB: learnt scales, or
+            the ridge when ``lam``, ``alpha`` or ``m2`` is given).
         delta, lam, alpha, m2, c1: the width, as in :class:`~bayesrank.RankUCB`.
         distinct: forbid repeated items (S = 2 only); mask: (K,) bool.
         seed: kept for the common interface (nothing is drawn).
@@ -50,22 +52,23 @@ class WindowRankUCB(UCBPolicy):
         (3,)
     """
 
+    @keyword_only("model", "items", "L", "w", "v0")
     def __init__(
         self,
-        model=None,
         items=None,
+        *,
         L=None,
         w=None,
         v0=None,
-        *,
+        model=None,
         delta: float = 0.1,
         lam: float | None = None,
         alpha: float | None = None,
+        m2: float | None = None,
+        c1: float | None = None,
         distinct: bool = False,
         mask=None,
         seed: int = 0,
-        m2: float | None = None,
-        c1: float | None = None,
     ):
         if w is None:
             raise ValueError(

@@ -181,7 +181,7 @@ def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monk
     lists = rng.integers(0, env.K, size=(40, env.L))
     rewards = (rng.random((40, env.L)) < 0.5).astype(float)
     model = lambda: br.LaplaceGLM(link="logistic", n_max=64)  # noqa: E731
-    auto = br.RankTS(model(), items=env.items, w=env.w, seed=1)
+    auto = br.RankTS(model=model(), items=env.items, w=env.w, seed=1)
     auto.update(lists, rewards)
     calls = []
     orig = decoder.dense_pairs
@@ -190,7 +190,7 @@ def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monk
     assert not calls
     monkeypatch.setattr(decoder, "dense_pairs", orig)
     monkeypatch.setattr(decoder, "FAST_K_MONOTONE", 10**9)
-    dense = br.RankTS(model(), items=env.items, w=env.w, seed=1)
+    dense = br.RankTS(model=model(), items=env.items, w=env.w, seed=1)
     dense.update(lists, rewards)
     want = [np.asarray(dense.select()) for _ in range(3)]
     for g, w in zip(got, want):

@@ -245,7 +245,7 @@ def test_rank_ts_logistic_above_the_threshold_never_builds_dense_tables(monkeypa
     monkeypatch.setattr(decoder, "FAST_K", 64)
     env = br.RankingEnv.paper(seed=1, K=300, L=4, d=5)
     rng = np.random.default_rng(2)
-    pol = br.RankTS(LogisticGaussian(), items=env.items, w=env.w, seed=0)
+    pol = br.RankTS(model=LogisticGaussian(), items=env.items, w=env.w, seed=0)
     lists = rng.integers(0, env.K, size=(50, env.L))
     pol.update(lists, rng.normal(size=(50, env.L)))
     mask = rng.random(env.K) < 0.6

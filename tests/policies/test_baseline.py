@@ -11,7 +11,7 @@ import bayesrank as br
 
 def test_baseline_scores_are_linucb_on_the_item_alone():
     env = br.RankingEnv.paper(seed=4, K=6, L=3, d=3, w_max=2.0)
-    pol = br.RankedBaseline(env.items, 3, alpha=1.5, lam=0.7)
+    pol = br.RankedBaseline(env.items, L=3, alpha=1.5, lam=0.7)
     for t in range(30):
         a = pol.select()
         pol.update(a, np.asarray(env.sample(jax.random.key(t), a)))
@@ -43,8 +43,8 @@ def test_thompson_baseline_has_no_width_and_is_not_a_ucb_policy():
     from bayesrank.policies.ucb import UCBPolicy
 
     env = br.RankingEnv.paper(seed=4, K=6, L=3, d=3)
-    ts = br.RankedBaseline(env.items, 3, kind="ts")
-    ucb = br.RankedBaseline(env.items, 3, kind="ucb")
+    ts = br.RankedBaseline(env.items, L=3, kind="ts")
+    ucb = br.RankedBaseline(env.items, L=3, kind="ucb")
     assert not hasattr(ts, "width") and not hasattr(ts, "logdet")
     assert hasattr(ucb, "width") and hasattr(ucb, "logdet")
     for name in ("width", "logdet"):

@@ -42,9 +42,9 @@ MAKERS = {
     "RankTS latent w": lambda e: br.RankTS(items=e.items, L=e.L, w=dist.Normal(0., 3.),
                                            seed=0),
     "RankUCB": lambda e: br.RankUCB(items=e.items, w=e.w),
-    "GenRankUCB": lambda e: br.GenRankUCB(e.items, e.L),
-    "GenRankTS": lambda e: br.GenRankTS(e.items, e.L, seed=0),
-    "Baseline": lambda e: br.RankedBaseline(e.items, e.L),
+    "GenRankUCB": lambda e: br.GenRankUCB(e.items, L=e.L),
+    "GenRankTS": lambda e: br.GenRankTS(e.items, L=e.L, seed=0),
+    "Baseline": lambda e: br.RankedBaseline(e.items, L=e.L),
 }
 
 

@@ -19,7 +19,7 @@ def test_gen_w_hat_approaches_true_w():
     theta = rng.normal(size=(L, d))
     w = np.array([0.0, 1.5, -0.8])
     env = RankingEnv(items, theta, w, link="identity", noise=Gaussian(0.5))
-    gen = GenRankUCB(items, L, alpha=1.0)
+    gen = GenRankUCB(items, L=L, alpha=1.0)
     errors = []
     for n in (30, 2000):
         lists = rng.integers(0, K, size=(n, L))

@@ -177,7 +177,7 @@ KAPPA = np.array([1.0, 0.6, 0.3])
 def test_cascade_klucb_chooses_the_reference_lists():
     A = _attraction()
     u = np.random.default_rng(1).random((T_REF, L))
-    _play_both(br.CascadeKLUCB(K, L), RefCascadeKLUCB(K, L),
+    _play_both(br.CascadeKLUCB(K, L=L), RefCascadeKLUCB(K, L),
                lambda t, a: _cascade_clicks(A, a, u[t]))
 
 
@@ -185,7 +185,7 @@ def test_cascade_klucb_chooses_the_reference_lists():
 def test_cascade_lin_ucb_chooses_the_reference_lists():
     X, A = _vectors(), _attraction(2)
     u = np.random.default_rng(3).random((T_REF, L))
-    _play_both(br.CascadeLinUCB(X, L, alpha=0.7), RefCascadeLin(X, L, alpha=0.7),
+    _play_both(br.CascadeLinUCB(X, L=L, alpha=0.7), RefCascadeLin(X, L, alpha=0.7),
                lambda t, a: _cascade_clicks(A, a, u[t]))
 
 
@@ -193,7 +193,7 @@ def test_cascade_lin_ucb_chooses_the_reference_lists():
 def test_cascade_lin_ts_chooses_the_reference_lists_with_the_same_normal_draws():
     X, A = _vectors(seed=4), _attraction(5)
     u = np.random.default_rng(6).random((T_REF, L))
-    policy, ref = br.CascadeLinTS(X, L, seed=7), RefCascadeLin(X, L, seed=7)
+    policy, ref = br.CascadeLinTS(X, L=L, seed=7), RefCascadeLin(X, L, seed=7)
     _play_both(policy, ref, lambda t, a: _cascade_clicks(A, a, u[t]))
     m = policy.state.model  # and the statistics the draws come from
     np.testing.assert_allclose(np.asarray(m.prec), ref.M, rtol=1e-12)
@@ -208,13 +208,13 @@ def test_pbm_ucb_chooses_the_reference_lists():
     A = _attraction(8)
     rng = np.random.default_rng(9)
     u, v = rng.random((T_REF, L)), rng.random((T_REF, L))
-    _play_both(br.PBMUCB(K, L, KAPPA), RefPBMUCB(K, L, KAPPA),
+    _play_both(br.PBMUCB(K, L=L, examination=KAPPA), RefPBMUCB(K, L, KAPPA),
                lambda t, a: _pbm_clicks(A, KAPPA, a, u[t], v[t]))
 
 
 def test_the_default_alpha_is_one():
     X = _vectors()
-    assert br.CascadeLinUCB(X, L).alpha == 1.0
+    assert br.CascadeLinUCB(X, L=L).alpha == 1.0
 
 
 # ------------------------------------------------------------------ learning
@@ -230,10 +230,10 @@ def _learning_cases():
     lin, X = _lin_env()
     pbm = PBMEnv.synthetic(K=10, L=3, seed=0, p=0.5, delta=0.3)
     return {
-        "CascadeKLUCB": (cascade, lambda s: br.CascadeKLUCB(20, 4)),
-        "CascadeLinTS": (lin, lambda s: br.CascadeLinTS(X, 4, seed=s)),
-        "CascadeLinUCB": (lin, lambda s: br.CascadeLinUCB(X, 4)),
-        "PBMUCB": (pbm, lambda s: br.PBMUCB(10, 3, pbm.examination)),
+        "CascadeKLUCB": (cascade, lambda s: br.CascadeKLUCB(20, L=4)),
+        "CascadeLinTS": (lin, lambda s: br.CascadeLinTS(X, L=4, seed=s)),
+        "CascadeLinUCB": (lin, lambda s: br.CascadeLinUCB(X, L=4)),
+        "PBMUCB": (pbm, lambda s: br.PBMUCB(10, L=3, examination=pbm.examination)),
     }
 
 
@@ -251,7 +251,7 @@ def test_each_learns_on_its_environment(name):
 
 def test_simulate_plays_cascade_klucb_as_in_the_design():
     ds = br.simulate(CascadeEnv.synthetic(K=20, L=4, seed=0),
-                     {"CascadeKLUCB": lambda s: br.CascadeKLUCB(20, 4)},
+                     {"CascadeKLUCB": lambda s: br.CascadeKLUCB(20, L=4)},
                      T=500, runs=4, progress=False)
     r = ds.regret.values[0]
     assert r.shape == (4, 500) and r[:, -125:].mean() < r[:, :125].mean()
@@ -261,10 +261,10 @@ def test_simulate_plays_cascade_klucb_as_in_the_design():
 def _policies():
     X = _vectors()
     return {
-        "CascadeKLUCB": lambda: br.CascadeKLUCB(K, L),
-        "CascadeLinTS": lambda: br.CascadeLinTS(X, L, seed=3),
-        "CascadeLinUCB": lambda: br.CascadeLinUCB(X, L, alpha=0.5),
-        "PBMUCB": lambda: br.PBMUCB(K, L, KAPPA),
+        "CascadeKLUCB": lambda: br.CascadeKLUCB(K, L=L),
+        "CascadeLinTS": lambda: br.CascadeLinTS(X, L=L, seed=3),
+        "CascadeLinUCB": lambda: br.CascadeLinUCB(X, L=L, alpha=0.5),
+        "PBMUCB": lambda: br.PBMUCB(K, L=L, examination=KAPPA),
     }
 
 
@@ -310,7 +310,7 @@ def test_a_tampered_file_is_refused(name, tmp_path):
 def test_inconsistent_counts_are_refused_even_with_a_recomputed_digest(tmp_path):
     from bayesrank.policies import persist
 
-    policy = br.CascadeKLUCB(K, L)
+    policy = br.CascadeKLUCB(K, L=L)
     policy.update(np.array([0, 1, 2]), np.array([0.0, 1.0, np.nan]))
     path = tmp_path / "p.npz"
     policy.save(path)
@@ -326,25 +326,26 @@ def test_inconsistent_counts_are_refused_even_with_a_recomputed_digest(tmp_path)
 @pytest.mark.parametrize(
     ("build", "exc", "arg"),
     [
-        (lambda: br.CascadeKLUCB(0, 1), ValueError, "K"),
-        (lambda: br.CascadeKLUCB(3, 4), ValueError, "L"),
-        (lambda: br.CascadeKLUCB(5, 1.5), (TypeError, ValueError), "L"),
-        (lambda: br.CascadeKLUCB(True, 1), (TypeError, ValueError), "K"),
-        (lambda: br.CascadeLinTS(None, 2), ValueError, "items"),
-        (lambda: br.CascadeLinTS(np.array([[np.nan, 1.0], [0, 1]]), 1), ValueError,
+        (lambda: br.CascadeKLUCB(0, L=1), ValueError, "K"),
+        (lambda: br.CascadeKLUCB(3, L=4), ValueError, "L"),
+        (lambda: br.CascadeKLUCB(5, L=1.5), (TypeError, ValueError), "L"),
+        (lambda: br.CascadeKLUCB(True, L=1), (TypeError, ValueError), "K"),
+        (lambda: br.CascadeLinTS(None, L=2), ValueError, "items"),
+        (lambda: br.CascadeLinTS(np.array([[np.nan, 1.0], [0, 1]]), L=1), ValueError,
          "items"),
-        (lambda: br.CascadeLinTS(np.eye(3), 4), ValueError, "L"),
-        (lambda: br.CascadeLinTS(np.eye(3), 2, seed=-1), (TypeError, ValueError),
+        (lambda: br.CascadeLinTS(np.eye(3), L=4), ValueError, "L"),
+        (lambda: br.CascadeLinTS(np.eye(3), L=2, seed=-1), (TypeError, ValueError),
          "seed"),
-        (lambda: br.CascadeLinUCB(np.eye(3), 2, alpha=-1.0), ValueError, "alpha"),
-        (lambda: br.CascadeLinUCB(np.eye(3), 2, alpha=0.0), ValueError, "alpha"),
-        (lambda: br.CascadeLinUCB(np.array(["a"]), 1), TypeError, "items"),
-        (lambda: br.PBMUCB(5, 3, [1.0, 0.5]), ValueError, "examination"),
-        (lambda: br.PBMUCB(5, 2, [1.0, 0.0]), ValueError, "examination"),
-        (lambda: br.PBMUCB(5, 2, [1.0, 1.5]), ValueError, "examination"),
-        (lambda: br.PBMUCB(5, 2, [1.0, np.nan]), ValueError, "examination"),
-        (lambda: br.PBMUCB(5, 2, ["a", "b"]), TypeError, "examination"),
-        (lambda: br.PBMUCB(5, 2, None), ValueError, "examination"),
+        (lambda: br.CascadeLinUCB(np.eye(3), L=2, alpha=-1.0), ValueError, "alpha"),
+        (lambda: br.CascadeLinUCB(np.eye(3), L=2, alpha=0.0), ValueError, "alpha"),
+        (lambda: br.CascadeLinUCB(np.array(["a"]), L=1), TypeError, "items"),
+        (lambda: br.PBMUCB(5, L=3, examination=[1.0, 0.5]), ValueError, "examination"),
+        (lambda: br.PBMUCB(5, L=2, examination=[1.0, 0.0]), ValueError, "examination"),
+        (lambda: br.PBMUCB(5, L=2, examination=[1.0, 1.5]), ValueError, "examination"),
+        (lambda: br.PBMUCB(5, L=2, examination=[1.0, np.nan]), ValueError,
+         "examination"),
+        (lambda: br.PBMUCB(5, L=2, examination=["a", "b"]), TypeError, "examination"),
+        (lambda: br.PBMUCB(5, L=2, examination=None), ValueError, "examination"),
     ],
 )
 def test_bad_constructor_arguments_are_refused(build, exc, arg):
@@ -421,7 +422,7 @@ def test_masked_items_are_never_shown_and_lists_are_distinct(name):
 
 
 def test_cascade_positions_after_the_first_click_are_ignored():
-    policy = br.CascadeKLUCB(K, L)
+    policy = br.CascadeKLUCB(K, L=L)
     policy.update(np.array([0, 1, 2]), np.array([0.0, 1.0, 1.0]))  # 2 not examined
     m = policy.state.model
     assert m.n.tolist()[:3] == [1, 1, 0] and m.clicks.tolist()[:3] == [0, 1, 0]

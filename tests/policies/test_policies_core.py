@@ -32,16 +32,16 @@ def _policies(env, **opts):
     W3 = np.c_[w, 0.4 * np.ones(L)]
     out = {
         "ts": lambda: br.RankTS(items=V, w=w, seed=1, **opts),
-        "ts_logistic": lambda: br.RankTS(LogisticGaussian(), items=V, w=w, seed=1,
+        "ts_logistic": lambda: br.RankTS(model=LogisticGaussian(), items=V, w=w, seed=1,
                                          **opts),
         "ucb": lambda: br.RankUCB(items=V, w=w, alpha=1.5, **opts),
         "ucb_lemma1": lambda: br.RankUCB(items=V, w=w, **opts),
-        "ucb_logistic": lambda: br.RankUCB(LogisticGaussian(), items=V, w=w, **opts),
-        "gen": lambda: br.GenRankUCB(V, L, alpha=1.5, **opts),
+        "ucb_logistic": lambda: br.RankUCB(V, model=LogisticGaussian(), w=w, **opts),
+        "gen": lambda: br.GenRankUCB(V, L=L, alpha=1.5, **opts),
         "window_s2": lambda: br.WindowRankUCB(items=V, w=w[:, None], alpha=1.5,
                                               **opts),
-        "base_ucb": lambda: br.RankedBaseline(V, L, alpha=1.5, **opts),
-        "base_ts": lambda: br.RankedBaseline(V, L, kind="ts", seed=2, **opts),
+        "base_ucb": lambda: br.RankedBaseline(V, L=L, alpha=1.5, **opts),
+        "base_ts": lambda: br.RankedBaseline(V, L=L, kind="ts", seed=2, **opts),
     }
     if not opts.get("distinct"):
         out["ts_window_s3"] = lambda: br.RankTS(items=V, w=W3, seed=1, **opts)
@@ -227,7 +227,7 @@ def test_position_one_posterior_is_ridge_on_each_requests_v0():
     the observed impressions, position 1 on v_{a^1} + w_1 v0_request."""
     env = br.RankingEnv.paper(seed=1, K=8, L=3, d=4, w_max=3.0)
     w = np.array([2.5, *np.asarray(env.w)[1:]])
-    pol = br.RankTS(GaussianLinear(prior_scale=0.7, noise_scale=0.5), items=env.items,
+    pol = br.RankTS(env.items, model=GaussianLinear(prior_scale=0.7, noise_scale=0.5),
                     w=w, seed=0)
     rng = np.random.default_rng(2)
     n = 60

@@ -13,10 +13,10 @@ def _make(env):
     return {
         "RankTS": br.RankTS(items=env.items, w=env.w),
         "RankUCB": br.RankUCB(items=env.items, w=env.w),
-        "GenRankUCB": br.GenRankUCB(env.items, env.L),
+        "GenRankUCB": br.GenRankUCB(env.items, L=env.L),
         "WindowRankUCB": br.WindowRankUCB(items=env.items, w=W3),
-        "Baseline-ucb": br.RankedBaseline(env.items, env.L),
-        "Baseline-ts": br.RankedBaseline(env.items, env.L, kind="ts"),
+        "Baseline-ucb": br.RankedBaseline(env.items, L=env.L),
+        "Baseline-ts": br.RankedBaseline(env.items, L=env.L, kind="ts"),
     }
 
 

@@ -28,12 +28,13 @@ MAKERS = {
     "RankTS": lambda e, **kw: br.RankTS(items=e.items, w=e.w, **kw),
     "RankTS latent w": lambda e, **kw: br.RankTS(items=e.items, L=L, w=dist.Normal(0, 5),
                                                  **kw),
-    "GenRankTS": lambda e, **kw: br.GenRankTS(e.items, L, **kw),
+    "GenRankTS": lambda e, **kw: br.GenRankTS(e.items, L=L, **kw),
     "RankUCB": lambda e, **kw: br.RankUCB(items=e.items, w=e.w, **kw),
-    "GenRankUCB": lambda e, **kw: br.GenRankUCB(e.items, L, **kw),
+    "GenRankUCB": lambda e, **kw: br.GenRankUCB(e.items, L=L, **kw),
     "WindowRankUCB": lambda e, **kw: br.WindowRankUCB(items=e.items, w=e.w, **kw),
-    "RankedBaseline ucb": lambda e, **kw: br.RankedBaseline(e.items, L, **kw),
-    "RankedBaseline ts": lambda e, **kw: br.RankedBaseline(e.items, L, kind="ts", **kw),
+    "RankedBaseline ucb": lambda e, **kw: br.RankedBaseline(e.items, L=L, **kw),
+    "RankedBaseline ts": lambda e, **kw: br.RankedBaseline(e.items, L=L, kind="ts",
+                                                           **kw),
 }
 
 

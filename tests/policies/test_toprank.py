@@ -103,7 +103,7 @@ def _play_both(policy, ref, T=T_REF, seed=1):
 @pytest.mark.x64
 @pytest.mark.parametrize("horizon", [1, 3])
 def test_toprank_chooses_the_reference_lists(horizon):
-    policy = br.TopRank(K, L, horizon=horizon, seed=5)
+    policy = br.TopRank(K, L=L, horizon=horizon, seed=5)
     ref = RefTopRank(K, L, horizon=horizon, seed=5)
     _play_both(policy, ref)
     m = policy.state.model
@@ -116,7 +116,7 @@ def test_toprank_chooses_the_reference_lists(horizon):
 
 @pytest.mark.x64
 def test_toprank_with_the_default_horizon_matches_the_reference():
-    policy, ref = br.TopRank(K, L, seed=2), RefTopRank(K, L, seed=2)
+    policy, ref = br.TopRank(K, L=L, seed=2), RefTopRank(K, L, seed=2)
     assert policy.horizon == 10_000
     _play_both(policy, ref, seed=3)
     np.testing.assert_array_equal(np.asarray(policy.state.model.s), ref.S)
@@ -134,7 +134,7 @@ def test_the_threshold_constant_is_the_papers():
 
 
 def test_items_of_one_block_come_in_a_uniformly_random_order():
-    policy = br.TopRank(4, 4, seed=0)  # G empty: one block, every order possible
+    policy = br.TopRank(4, L=4, seed=0)  # G empty: one block, every order possible
     rows = policy.select_batch(n=2400)
     first = np.bincount(rows[:, 0], minlength=4) / len(rows)
     assert np.all(np.abs(first - 0.25) < 0.04), first
@@ -145,7 +145,7 @@ def test_items_of_one_block_come_in_a_uniformly_random_order():
 def test_toprank_learns_on_a_pbm_environment():
     env = PBMEnv.synthetic(K=10, L=3, seed=0, p=0.5, delta=0.3)
     T = 1000
-    ds = br.simulate(env, {"TopRank": lambda s: br.TopRank(10, 3, horizon=T, seed=s)},
+    ds = br.simulate(env, {"TopRank": lambda s: br.TopRank(10, L=3, horizon=T, seed=s)},
                      T=T, runs=4, progress=False)
     regret = ds.regret.values[0]  # (run, round)
     assert np.all(np.isfinite(regret)) and regret.min() >= -1e-6
@@ -160,7 +160,7 @@ def _feedback(t, a):
 
 
 def test_save_load_resumes_identically(tmp_path):
-    policy = br.TopRank(K, L, horizon=2, seed=3)
+    policy = br.TopRank(K, L=L, horizon=2, seed=3)
     for t in range(40):
         a = policy.select()
         policy.update(a, _feedback(t, a))
@@ -178,7 +178,7 @@ def test_save_load_resumes_identically(tmp_path):
 
 
 def test_a_tampered_file_is_refused(tmp_path):
-    policy = br.TopRank(K, L)
+    policy = br.TopRank(K, L=L)
     a = policy.select()
     policy.update(a, np.array([0.0, 1.0, np.nan]))
     path = tmp_path / "p.npz"
@@ -193,7 +193,7 @@ def test_a_tampered_file_is_refused(tmp_path):
 def test_inconsistent_statistics_are_refused_even_with_a_recomputed_digest(tmp_path):
     from bayesrank.policies import persist
 
-    policy = br.TopRank(K, L)
+    policy = br.TopRank(K, L=L)
     a = policy.select()
     policy.update(a, np.array([0.0, 1.0, np.nan]))
     path = tmp_path / "p.npz"
@@ -210,13 +210,13 @@ def test_inconsistent_statistics_are_refused_even_with_a_recomputed_digest(tmp_p
 @pytest.mark.parametrize(
     ("build", "exc", "arg"),
     [
-        (lambda: br.TopRank(0, 1), ValueError, "K"),
-        (lambda: br.TopRank(3, 4), ValueError, "L"),
-        (lambda: br.TopRank(5, 1.5), (TypeError, ValueError), "L"),
-        (lambda: br.TopRank(True, 1), (TypeError, ValueError), "K"),
-        (lambda: br.TopRank(5, 2, horizon=0), ValueError, "horizon"),
-        (lambda: br.TopRank(5, 2, horizon=10.0), TypeError, "horizon"),
-        (lambda: br.TopRank(5, 2, seed=-1), (TypeError, ValueError), "seed"),
+        (lambda: br.TopRank(0, L=1), ValueError, "K"),
+        (lambda: br.TopRank(3, L=4), ValueError, "L"),
+        (lambda: br.TopRank(5, L=1.5), (TypeError, ValueError), "L"),
+        (lambda: br.TopRank(True, L=1), (TypeError, ValueError), "K"),
+        (lambda: br.TopRank(5, L=2, horizon=0), ValueError, "horizon"),
+        (lambda: br.TopRank(5, L=2, horizon=10.0), TypeError, "horizon"),
+        (lambda: br.TopRank(5, L=2, seed=-1), (TypeError, ValueError), "seed"),
     ],
 )
 def test_bad_constructor_arguments_are_refused(build, exc, arg):
@@ -250,7 +250,7 @@ def _same(a, b):
 
 @pytest.mark.parametrize(("items", "rewards", "exc", "arg"), BAD_UPDATES)
 def test_a_refused_update_leaves_the_policy_as_it_was(items, rewards, exc, arg):
-    policy = br.TopRank(K, L, horizon=1)
+    policy = br.TopRank(K, L=L, horizon=1)
     a = policy.select()
     policy.update(a, np.array([1.0, 0.0, np.nan]))
     before = _snapshot(policy)
@@ -260,7 +260,7 @@ def test_a_refused_update_leaves_the_policy_as_it_was(items, rewards, exc, arg):
 
 
 def test_bad_requests_are_refused_and_masked_items_never_shown():
-    policy = br.TopRank(K, L)
+    policy = br.TopRank(K, L=L)
     before = _snapshot(policy)
     with pytest.raises(ValueError, match="n"):
         policy.select_batch(n=0)

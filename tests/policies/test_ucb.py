@@ -134,7 +134,7 @@ def test_nonlinear_link_uses_the_relaxed_width():
     )
     for a, b in zip(lin, logi):
         np.testing.assert_allclose(b, jax.nn.sigmoid(a), rtol=1e-12)
-    ucb = RankUCB(_LogisticGaussian(), items=items, w=w, m2=1.0)
+    ucb = RankUCB(model=_LogisticGaussian(), items=items, w=w, m2=1.0)
     x_max = (1 + np.abs(w).max()) * np.linalg.norm(items, axis=1).max()
     assert np.isclose(ucb.c1, theorems.link_constants("logistic", x_max)[0])
 
@@ -156,7 +156,7 @@ class _LogisticGaussian:
 def test_incremental_logdet_equals_slogdet():
     env = RankingEnv.paper(seed=1, K=8, L=3, d=4, w_max=2.0)
     ucb = RankUCB(items=env.items, w=env.w, lam=0.5)
-    gen = GenRankUCB(env.items, 3, lam=0.5)
+    gen = GenRankUCB(env.items, L=3, lam=0.5)
     for t in range(40):
         for p in (ucb, gen):
             a = p.select()
@@ -198,9 +198,9 @@ def test_baseline_stays_suboptimal_and_rank_ucb_converges(paper_env):
     env, T, runs = paper_env, 1500, 3
     pols = {
         "ucb": RankUCB(items=env.items, w=env.w, alpha=ALPHA),
-        "gen": GenRankUCB(env.items, 4, alpha=ALPHA),
+        "gen": GenRankUCB(env.items, L=4, alpha=ALPHA),
         "ts": RankTS(items=env.items, w=env.w),
-        "base": RankedBaseline(env.items, 4, alpha=ALPHA),
+        "base": RankedBaseline(env.items, L=4, alpha=ALPHA),
     }
     last = {k: _simulate(p, env, T, runs)[0][:, -100:].mean() for k, p in pols.items()}
     assert last["base"] > 2.0, last
@@ -213,9 +213,9 @@ def test_with_w_zero_every_policy_converges():
     env = RankingEnv.paper(seed=0, K=10, L=4, d=10, w_max=0.0)
     pols = {
         "ucb": RankUCB(items=env.items, w=env.w, alpha=ALPHA),
-        "gen": GenRankUCB(env.items, 4, alpha=ALPHA),
-        "base": RankedBaseline(env.items, 4, alpha=ALPHA),
-        "base_ts": RankedBaseline(env.items, 4, kind="ts"),
+        "gen": GenRankUCB(env.items, L=4, alpha=ALPHA),
+        "base": RankedBaseline(env.items, L=4, alpha=ALPHA),
+        "base_ts": RankedBaseline(env.items, L=4, kind="ts"),
     }
     lists = np.array(list(itertools.product(range(10), repeat=4)))
     random_regret = float(np.mean(env.regret(jnp.asarray(lists))))  # ~0.89
@@ -260,10 +260,10 @@ def _policies(env):
     return {
         "rank_ucb": RankUCB(items=env.items, w=env.w),
         "rank_ucb_alpha": RankUCB(items=env.items, w=env.w, alpha=2.0, mask=_mask(env)),
-        "gen": GenRankUCB(env.items, env.L, v0=np.ones(env.d) / 4),
+        "gen": GenRankUCB(env.items, L=env.L, v0=np.ones(env.d) / 4),
         "window_s3": WindowRankUCB(items=env.items, w=W3, mask=_mask(env)),
-        "base_ucb": RankedBaseline(env.items, env.L),
-        "base_ts": RankedBaseline(env.items, env.L, kind="ts"),
+        "base_ucb": RankedBaseline(env.items, L=env.L),
+        "base_ts": RankedBaseline(env.items, L=env.L, kind="ts"),
         "ts": br.RankTS(items=env.items, w=env.w, mask=_mask(env)),
         "ts_nig": br.RankTS(
             model=br.GaussianLinearUnknownNoise(), items=env.items, w=env.w
@@ -312,13 +312,13 @@ def test_masked_items_never_ranked_and_distinct_lists():
     mask = _mask(env)
     pols = [
         RankUCB(items=env.items, w=env.w, distinct=True, mask=mask),
-        GenRankUCB(env.items, 4, distinct=True, mask=mask),
+        GenRankUCB(env.items, L=4, distinct=True, mask=mask),
         WindowRankUCB(items=env.items, w=env.w, distinct=True, mask=mask),
         WindowRankUCB(
             items=env.items, w=np.c_[np.asarray(env.w), np.ones(4)], mask=mask
         ),
-        RankedBaseline(env.items, 4, distinct=True, mask=mask),
-        RankedBaseline(env.items, 4, kind="ts", distinct=True, mask=mask),
+        RankedBaseline(env.items, L=4, distinct=True, mask=mask),
+        RankedBaseline(env.items, L=4, kind="ts", distinct=True, mask=mask),
     ]
     for p in pols:
         for t in range(12):
@@ -368,9 +368,9 @@ def test_bad_updates_raise_and_leave_state_unchanged():
     env = RankingEnv.paper(seed=6, K=5, L=3, d=4, w_max=2.0)
     for p in (
         RankUCB(items=env.items, w=env.w),
-        GenRankUCB(env.items, 3),
+        GenRankUCB(env.items, L=3),
         WindowRankUCB(items=env.items, w=env.w),
-        RankedBaseline(env.items, 3, kind="ts"),
+        RankedBaseline(env.items, L=3, kind="ts"),
     ):
         a = p.select()
         p.update(a, np.zeros(3))
@@ -408,14 +408,14 @@ def test_bad_updates_raise_and_leave_state_unchanged():
         (lambda V, w: RankUCB(items=V, w=w, mask=np.zeros(5, bool)), "mask"),
         (lambda V, w: RankUCB(items=V, w=w, seed=1.5), "seed"),
         (lambda V, w: GenRankUCB(V), "L"),
-        (lambda V, w: GenRankUCB(V, 3, m3=-1.0), "m3"),
+        (lambda V, w: GenRankUCB(V, L=3, m3=-1.0), "m3"),
         (
             lambda V, w: WindowRankUCB(items=V, w=np.ones((3, 2)), distinct=True),
             "distinct",
         ),
         (lambda V, w: WindowRankUCB(items=V), "w"),
-        (lambda V, w: RankedBaseline(V, 3, kind="greedy"), "kind"),
-        (lambda V, w: RankedBaseline(V, 6, distinct=True), "distinct"),
+        (lambda V, w: RankedBaseline(V, L=3, kind="greedy"), "kind"),
+        (lambda V, w: RankedBaseline(V, L=6, distinct=True), "distinct"),
     ],
 )
 def test_bad_arguments_raise_with_the_argument_named(make, match):

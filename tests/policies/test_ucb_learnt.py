@@ -40,7 +40,7 @@ def _lists(make, env, T):
 
 MAKERS = {
     "RankUCB": lambda e, **kw: br.RankUCB(items=e.items, w=e.w, v0=e.v0, **kw),
-    "GenRankUCB": lambda e, **kw: br.GenRankUCB(e.items, e.L, v0=e.v0, **kw),
+    "GenRankUCB": lambda e, **kw: br.GenRankUCB(e.items, L=e.L, v0=e.v0, **kw),
     "WindowRankUCB": lambda e, **kw: br.WindowRankUCB(
         items=e.items, w=np.c_[np.asarray(e.w), np.full(e.L, 0.5)], v0=e.v0, **kw),
 }
@@ -71,7 +71,7 @@ def test_the_default_is_learnt_and_lam_alpha_m2_keep_the_ridge():
         assert type(pol.model).__name__ == "GaussianLinear", kw
         assert pol.model.config()["prior_scale"] == 1 / math.sqrt(kw.get("lam", 1.0))
         assert pol.model.noise_scale == 1.0
-    base = br.RankedBaseline(env.items, 3)  # the paper's baseline keeps the ridge
+    base = br.RankedBaseline(env.items, L=3)  # the paper's baseline keeps the ridge
     assert type(base.model).__name__ == "GaussianLinear"
 
 
@@ -130,7 +130,7 @@ def test_known_noise_scales_the_width_and_save_load_keeps_the_default(tmp_path):
     (R = s), or s times alpha; the default saved and loaded selects the same lists
     with the same width."""
     env = br.RankingEnv.paper(seed=2, K=6, L=3, d=4, w_max=2.0)
-    known = br.RankUCB(br.GaussianLinear(noise_scale=2.5), items=env.items, w=env.w)
+    known = br.RankUCB(env.items, model=br.GaussianLinear(noise_scale=2.5), w=env.w)
     pol = br.RankUCB(items=env.items, w=env.w)
     for p in (known, pol):
         _play(p, env, range(6))
@@ -138,7 +138,7 @@ def test_known_noise_scales_the_width_and_save_load_keeps_the_default(tmp_path):
     logdet = [np.linalg.slogdet(np.eye(4) + X[:, l].T @ X[:, l])[1] for l in range(3)]
     expect = 2.5 * (1.0 + np.sqrt(2 * math.log(10) + np.array(logdet)))
     np.testing.assert_allclose(known.width(), expect, rtol=1e-12)
-    const = br.RankUCB(br.GaussianLinear(noise_scale=2.5), items=env.items, w=env.w,
+    const = br.RankUCB(env.items, model=br.GaussianLinear(noise_scale=2.5), w=env.w,
                        alpha=1.5)  # a constant width, in units of the noise sd
     np.testing.assert_allclose(const.width(), np.full(3, 3.75), rtol=1e-12)
     pol.save(tmp_path / "u.npz")

@@ -37,7 +37,7 @@ def _leaves(pol):
 def test_gen_rank_ts_posterior_mean_is_ridge_over_pair_features(env):
     """The conjugate GenRankTS mean equals ridge regression of the rewards on
     (v_{a^l}, v_{a^{l-1}}) computed from the history (prior N(0, 2^2 I), noise 0.5)."""
-    pol = br.GenRankTS(env.items, env.L, env.v0, model=GaussianLinear(
+    pol = br.GenRankTS(env.items, L=env.L, v0=env.v0, model=GaussianLinear(
         prior_scale=2.0, noise_scale=0.5), seed=1)
     _play(pol, env, 60)
     items, rewards = pol.history()
@@ -99,7 +99,7 @@ def test_posterior_holds_w_draws(env):
     import arviz as az
 
     assert "w" in az.summary(dt).index.str.cat(sep=" ")
-    gen = _play(br.GenRankTS(env.items, env.L, env.v0, seed=0), env, 30)
+    gen = _play(br.GenRankTS(env.items, L=env.L, v0=env.v0, seed=0), env, 30)
     dtg = gen.posterior(2, draws=100, chains=2)
     assert dtg["posterior"]["w"].shape == (2, 100)
 
@@ -109,7 +109,7 @@ def test_posterior_holds_w_draws(env):
                                   pytest.param("gen", marks=pytest.mark.slow)])
 def test_requests_masks_distinct_and_partial_feedback(env, make):
     if make == "gen":
-        pol = br.GenRankTS(env.items, env.L, env.v0, seed=0, distinct=True)
+        pol = br.GenRankTS(env.items, L=env.L, v0=env.v0, seed=0, distinct=True)
     else:
         base = GaussianLinearUnknownNoise() if make == "latent-nig" else GaussianLinear()
         pol = br.RankTS(model=base, items=env.items, L=env.L, w=dist.Normal(0.0, 3.0),
@@ -134,7 +134,7 @@ def test_requests_masks_distinct_and_partial_feedback(env, make):
 @pytest.mark.parametrize("make", ["latent", pytest.param("gen", marks=pytest.mark.slow)])
 def test_save_and_load_continue_exactly(env, make, tmp_path):
     pol = (_latent(env, seed=5) if make == "latent"
-           else br.GenRankTS(env.items, env.L, env.v0, seed=5))
+           else br.GenRankTS(env.items, L=env.L, v0=env.v0, seed=5))
     _play(pol, env, 15)
     cls = type(pol)
     pol.save(tmp_path / "p.npz")
@@ -152,7 +152,7 @@ def test_save_and_load_continue_exactly(env, make, tmp_path):
 def test_simulate_runs_latent_w_and_gen_rank_ts_vmapped(env):
     ds = br.simulate(env, {
         "latent": lambda s: _latent(env, seed=s),
-        "gen": lambda s: br.GenRankTS(env.items, env.L, env.v0, seed=s),
+        "gen": lambda s: br.GenRankTS(env.items, L=env.L, v0=env.v0, seed=s),
     }, T=40, runs=3, progress=False)
     assert ds["regret"].shape == (2, 3, 40)
     assert np.all(np.isfinite(ds["regret"].values)) and np.all(ds["regret"].values > -1e-9)
@@ -215,7 +215,7 @@ BAD_REWARDS = [
 @pytest.mark.parametrize("make", ["latent", "gen"])
 def test_a_rejected_update_leaves_the_state_as_it_was(env, make):
     pol = (_latent(env) if make == "latent"
-           else br.GenRankTS(env.items, env.L, env.v0, seed=0))
+           else br.GenRankTS(env.items, L=env.L, v0=env.v0, seed=0))
     _play(pol, env, 5)
     items = pol.select()
     before = _leaves(pol)

@@ -144,23 +144,23 @@ POLICIES: dict[str, Entry] = {
         f"GenRankUCB, learns w (2d relaxation), ridge model, width {ALPHA:g}",
         linestyle=":"),
     "CascadeKLUCB": Entry(
-        lambda env, cfg: lambda s: CascadeKLUCB(env.K, env.L),
+        lambda env, cfg: lambda s: CascadeKLUCB(env.K, L=env.L),
         "CascadeKL-UCB (Kveton et al. 2015), one KL-UCB index per item",
         neighbour_aware=False),
     "CascadeLinTS": Entry(
-        lambda env, cfg: lambda s: CascadeLinTS(env.items, env.L, seed=s),
+        lambda env, cfg: lambda s: CascadeLinTS(env.items, L=env.L, seed=s),
         "CascadeLinTS (Zong et al. 2016), linear attraction over the item vectors",
         neighbour_aware=False, linestyle="-."),
     "CascadeLinUCB": Entry(
-        lambda env, cfg: lambda s: CascadeLinUCB(env.items, env.L),
+        lambda env, cfg: lambda s: CascadeLinUCB(env.items, L=env.L),
         "CascadeLinUCB (Zong et al. 2016), width c = 1", neighbour_aware=False,
         linestyle="--"),
     "PBMUCB": Entry(
-        lambda env, cfg: lambda s: PBMUCB(env.K, env.L, env.examination),
+        lambda env, cfg: lambda s: PBMUCB(env.K, L=env.L, examination=env.examination),
         "PBM-UCB (Lagrée et al. 2016), given the true examination probabilities",
         neighbour_aware=False, linestyle=":"),
     "TopRank": Entry(
-        lambda env, cfg: lambda s: TopRank(env.K, env.L, horizon=cfg["T"], seed=s),
+        lambda env, cfg: lambda s: TopRank(env.K, L=env.L, horizon=cfg["T"], seed=s),
         "TopRank (Lattimore et al. 2018), horizon T", neighbour_aware=False,
         linestyle=(0, (3, 1, 1, 1))),
 }

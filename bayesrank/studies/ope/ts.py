@@ -47,8 +47,7 @@ def fitted_ts_target(env, cfg: OPEStudyConfig, seed: int):
 
 def _truth(env, target, m: int):
     """(value, Monte Carlo stderr, distinct lists, share of the commonest list)."""
-    target.t = 0
-    lists = np.asarray(target.select_batch(n=m))
+    _, lists = target.select_batch_at(target.state, 0, n=m)  # round 0, target unchanged
     vals = np.asarray(env.expected_reward(lists), float)
     _, counts = np.unique(lists, axis=0, return_counts=True)
     return vals.mean(), vals.std(ddof=1) / np.sqrt(m), len(counts), counts.max() / m

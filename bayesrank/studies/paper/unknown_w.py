@@ -89,14 +89,15 @@ def policies(env, *, delta: float = 0.1) -> dict:
         "RankTS (latent w, NIG)": lambda s: RankTS(
             model=GaussianLinearUnknownNoise(), items=V, L=L, w=_prior(), v0=v0, seed=s
         ),
-        "GenRankTS": lambda s: GenRankTS(V, L, v0, model=GaussianLinear(), seed=s),
+        "GenRankTS": lambda s: GenRankTS(V, L=L, v0=v0, model=GaussianLinear(), seed=s),
         "GenRankUCB (authors' alpha)": lambda s: GenRankUCB(
-            V, L, v0, alpha=alpha, delta=delta, seed=s
+            V, L=L, v0=v0, alpha=alpha, delta=delta, seed=s
         ),
         # m2 given: the paper's ridge model and Lemma 1 (noise sd 1), as measured
-        "GenRankUCB (Lemma 1)": lambda s: GenRankUCB(V, L, v0, delta=delta, m2=1.0,
+        "GenRankUCB (Lemma 1)": lambda s: GenRankUCB(V, L=L, v0=v0, delta=delta, m2=1.0,
                                                      seed=s),
-        "Baseline": lambda s: RankedBaseline(V, L, v0, alpha=alpha, delta=delta, seed=s),
+        "Baseline": lambda s: RankedBaseline(V, L=L, v0=v0, alpha=alpha, delta=delta,
+                                             seed=s),
     }
 
 
@@ -113,11 +114,11 @@ def glm_policies(env, *, delta: float = 0.1, n_max: int = 3_000) -> dict:
         "RankTS (known w)": lambda s: RankTS(model=lap(), items=V, w=w, v0=v0, seed=s),
         "RankTS (latent w)": lambda s: RankTS(model=lap(), items=V, L=L, w=_prior(),
                                               v0=v0, seed=s),
-        "GenRankTS": lambda s: GenRankTS(V, L, v0, model=lap(), seed=s),
+        "GenRankTS": lambda s: GenRankTS(V, L=L, v0=v0, model=lap(), seed=s),
         # Lemma 3's c1 (the smallest slope) is ~1e-9 on these items: the logistic
         # slope at 0 instead, as a heuristic width like the authors' alpha
         "GenRankUCB (authors' alpha, c1 = 1/4)": lambda s: GenRankUCB(
-            V, L, v0, alpha=alpha, delta=delta, model=lap(), c1=0.25, seed=s
+            V, L=L, v0=v0, alpha=alpha, delta=delta, model=lap(), c1=0.25, seed=s
         ),
         # the ranked-bandits assumption (w = 0) with the same Thompson sampler
         "Baseline (RankTS, w = 0)": lambda s: RankTS(model=lap(), items=V,
