@@ -36,10 +36,9 @@ from bayesrank.policies.context import check_mask
 from bayesrank.policies.core import PolicyCore, compose
 from bayesrank.policies.estimate import Thompson
 from bayesrank.policies.features import pair_features
-from bayesrank.policies.gen_ucb import w_hat
+from bayesrank.policies.gen_ucb import relaxation_model, w_hat
 from bayesrank.policies.keywords import keyword_only
 from bayesrank.policies.tables import PairTables
-from bayesrank.posteriors import GaussianLinear
 
 __all__ = ["GenRankTS", "gen_rank_ts"]
 
@@ -61,7 +60,8 @@ class GenRankTS(Policy):
         L: list length.
         v0: (d,) the default user's last item (zeros if omitted).
         model: per-position posterior over phi in R^{2d} (default
-            ``GaussianLinear()``); any bayesrank posterior.
+            :func:`~bayesrank.policies.gen_ucb.relaxation_model`, the scales learnt
+            under a HalfNormal(1) hyperprior); any bayesrank posterior.
         distinct: forbid repeated items; mask: (K,) bool, items that may be shown.
         seed: the seed of the Thompson draws.
 
@@ -83,7 +83,7 @@ class GenRankTS(Policy):
         if L is None:
             raise ValueError("L: expected a positive integer list length, got None")
         if model is None:
-            model = GaussianLinear()
+            model = relaxation_model()
         refuse_non_model(model, ("init", "update", "draw", "mean", "link"))
         V, W, v0a, L = as_items_w_v0(items, L, None, v0)
         self.K, self.L = V.shape[0], L

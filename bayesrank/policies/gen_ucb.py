@@ -39,8 +39,31 @@ from bayesrank.policies.estimate import Optimistic
 from bayesrank.policies.features import pair_features
 from bayesrank.policies.keywords import keyword_only
 from bayesrank.policies.ucb import UCBPolicy
+from bayesrank.posteriors.gaussian import GaussianLinear
 
-__all__ = ["GenRankUCB", "gen_rank_ucb", "w_hat"]
+__all__ = ["GenRankUCB", "gen_rank_ucb", "relaxation_model", "w_hat"]
+
+
+def relaxation_model():
+    """The learnt-scale default of the 2d relaxation's policies (GenRankTS, and
+    GenRankUCB with none of ``model``/``lam``/``alpha``/``m2``):
+    ``GaussianLinear(prior_scale=HalfNormal(1))``, the scales learnt as in
+    ``GaussianLinear()`` under a lighter-tailed hyperprior on g.
+
+    The relaxation's phi = (theta, w theta) may show one item twice in a row, where
+    its two halves are not separately identified; under HalfCauchy(1) the first
+    rounds' draws of g reach 10-16, the Thompson draws of phi run wild along those
+    directions, and GenRankTS settles on lists it never leaves (regret 4,000-5,950
+    against 465-850 in 1,000 rounds on the paper's instances; docs/design-choices.md).
+
+    Example:
+        >>> from bayesrank.policies.gen_ucb import relaxation_model
+        >>> type(relaxation_model().prior_scale).__name__
+        'HalfNormal'
+    """
+    import numpyro.distributions as dist
+
+    return GaussianLinear(prior_scale=dist.HalfNormal(1.0))
 
 
 def w_hat(phi):
@@ -70,8 +93,8 @@ class GenRankUCB(UCBPolicy):
             keyword-only).
         L: list length.
         v0: (d,) the default user's last item (zeros if omitted).
-        model: per-position posterior over phi (default as in
-            :class:`~bayesrank.RankUCB`: ``GaussianLinear()``, learnt scales; with
+        model: per-position posterior over phi (default: :func:`relaxation_model`,
+            learnt scales under a HalfNormal(1) hyperprior; with
             ``lam``, ``alpha`` or ``m2`` given, the ridge
             ``GaussianLinear(prior_scale=1/sqrt(lam), noise_scale=1)``).
         delta, lam, alpha: the width, as in :class:`~bayesrank.RankUCB`.
@@ -102,6 +125,7 @@ class GenRankUCB(UCBPolicy):
 
     _array_args = ("items", "v0")
     _extra_config = ("L", "m3")
+    _learnt_model = staticmethod(relaxation_model)
 
     @keyword_only("items", "L", "v0")
     def __init__(

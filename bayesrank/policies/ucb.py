@@ -204,10 +204,12 @@ class LinearConfig:
     #: Whether no model (and no lam, alpha, m2) means the learnt-scale
     #: ``GaussianLinear()`` (the UCB policies) rather than the ridge (the baseline).
     _learns_scales: bool = True
+    #: The learnt-scale default model (a factory).
+    _learnt_model = staticmethod(GaussianLinear)
 
     def _init_common(self, model, delta, lam, alpha, m2, c1, distinct, mask):
         if self._learns_scales and learnt_default(model, lam, alpha, m2):
-            model = GaussianLinear()
+            model = self._learnt_model()
         m2 = 1.0 if m2 is None else m2
         lam = resolve_lam(model, lam)
         delta, lam, alpha, m2, c1 = as_ucb_args(delta, lam, alpha, m2, c1)
