@@ -42,7 +42,7 @@ from bayesrank.policies.gen_ts import GenRankTS
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.posteriors import LaplaceGLM
-from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
+from bayesrank.posteriors.gaussian import GaussianLinearUnknownNoise
 from bayesrank.simulation.checkpoints import play_to_checkpoints
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
@@ -89,7 +89,7 @@ def policies(env, *, delta: float = 0.1) -> dict:
         "RankTS (latent w, NIG)": lambda s: RankTS(
             model=GaussianLinearUnknownNoise(), items=V, L=L, w=_prior(), v0=v0, seed=s
         ),
-        "GenRankTS": lambda s: GenRankTS(V, L=L, v0=v0, model=GaussianLinear(), seed=s),
+        "GenRankTS": lambda s: GenRankTS(V, L=L, v0=v0, seed=s),  # relaxation_model()
         "GenRankUCB (authors' alpha)": lambda s: GenRankUCB(
             V, L=L, v0=v0, alpha=alpha, delta=delta, seed=s
         ),
