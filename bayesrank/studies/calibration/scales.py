@@ -42,10 +42,12 @@ from bayesrank.studies.calibration.generative import (
 __all__ = ["ScaleDraws", "laplace_learnt_generative", "learnt_generative"]
 
 
-def laplace_learnt_generative(model: LearntScaleLaplace) -> Generative:
+def laplace_learnt_generative(model: LearntScaleLaplace, *,
+                              with_scale: bool = True) -> Generative:
     """The truth a learnt-scale Laplace GLM assumes: ``tau`` from its hyperprior,
     ``theta ~ N(0, tau^2 I)``, rewards from the link's family; ``params["theta"]``
-    is (L, p + 1): theta with log tau appended."""
+    is (L, p + 1): theta with log tau appended (``with_scale=False``: (L, p), theta
+    alone)."""
     hyper = model.hyperprior if model.hyperprior is not None else default_hyperprior()
     family = glm_generative(model.link.name)
 
@@ -54,6 +56,8 @@ def laplace_learnt_generative(model: LearntScaleLaplace) -> Generative:
         dtype = jnp.result_type(float)
         tau = hyper.sample(k_t, (L,)).astype(dtype)
         theta = tau[:, None] * jax.random.normal(k_z, (L, p), dtype)
+        if not with_scale:
+            return {"theta": theta}
         return {"theta": jnp.concatenate([theta, jnp.log(tau)[:, None]], -1)}
 
     def rewards(key, params, x):
