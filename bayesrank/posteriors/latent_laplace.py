@@ -141,9 +141,9 @@ class LatentLaplace(LatentW):
         super().__init__(prior, w_prior, slice_steps=slice_steps)
         #: the model as given (``config`` saves it)
         self.glm = base
-        #: the Laplace fit over the pair features (a learnt scale: ridge 1, which only
-        #: locates the expansion)
-        self.laplace = base._base if learnt else base
+        #: the Laplace fit over the pair features (a learnt scale: one per tau node;
+        #: the expansion is taken at the modal node's MAP)
+        self.laplace = base
         self.link = base.link
         self.reward_support = base.reward_support
 
@@ -169,27 +169,35 @@ class LatentLaplace(LatentW):
         fit = self.laplace.update(state.fit, x, y, valid)
         return self._expand(fit, state)
 
-    def _expand(self, fit: LaplaceState, state):
-        """The conjugate statistics of the quadratic likelihood at ``fit``'s MAP."""
+    def _expand(self, fit, state):
+        """The conjugate statistics of the quadratic likelihood at ``fit``'s MAP (a
+        learnt scale: the modal tau node's MAP, Hessian and ridge)."""
         d = state.ba.shape[1]
         dtype = state.ba.dtype
-        H = fit.chol @ jnp.swapaxes(fit.chol, -1, -2)
-        g = jnp.einsum("lij,lj->li", H, fit.theta)
-        HL = H - self.laplace.lam * jnp.eye(2 * d, dtype=dtype)
+        if self.learnt:
+            k = jnp.argmax(self.laplace.log_weights(fit), -1)
+            pos = jnp.arange(k.shape[0])
+            theta, chol = fit.theta[pos, k], fit.chol[pos, k]
+            lam = self.laplace.map_node(fit)[1][:, None, None]
+        else:
+            theta, chol, lam = fit.theta, fit.chol, self.laplace.lam
+        H = chol @ jnp.swapaxes(chol, -1, -2)
+        g = jnp.einsum("lij,lj->li", H, theta)
+        HL = H - lam * jnp.eye(2 * d, dtype=dtype)
         HL = 0.5 * (HL + jnp.swapaxes(HL, -1, -2))
         new = state._replace(
             Saa=HL[:, :d, :d], Sap=HL[:, :d, d:], Spp=HL[:, d:, d:],
             ba=g[:, :d], bp=g[:, d:], n=fit.n.astype(dtype), fit=fit,
         )
-        return new._replace(yy=self._pseudo_yy(fit)) if self.learnt else new
+        return new._replace(yy=self._pseudo_yy(fit, theta)) if self.learnt else new
 
-    def _pseudo_yy(self, fit: LaplaceState):
+    def _pseudo_yy(self, fit, theta):
         """(L,) ``sum_i W_i z_i^2`` over the rows held, with the IRLS working
-        response ``z_i = eta_i + d1_i / W_i`` at the MAP: the constant of the
-        Gaussian pseudo-likelihood whose Hessian and linear term are H_L and g."""
+        response ``z_i = eta_i + d1_i / W_i`` at ``theta`` (L, p): the constant of
+        the Gaussian pseudo-likelihood whose Hessian and linear term are H_L and g."""
         n_max = fit.x.shape[1]
         mask = jnp.arange(n_max) < jnp.minimum(fit.n, n_max)[:, None]
-        eta = jnp.einsum("lnp,lp->ln", fit.x, fit.theta)
+        eta = jnp.einsum("lnp,lp->ln", fit.x, theta)
         d1, W = _derivs(self.link.name)(eta.ravel(), fit.y.ravel())
         d1, W = d1.reshape(eta.shape), W.reshape(eta.shape)
         W = jnp.maximum(W, jnp.finfo(eta.dtype).tiny)

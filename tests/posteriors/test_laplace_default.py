@@ -108,7 +108,7 @@ def test_latent_laplace_learnt_integrates_tau_exactly_on_its_quadratic_likelihoo
     ref = _quadrature(quad, _half_cauchy)
     np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-3)
     truth = _quadrature(exact, _half_cauchy, nt=161, nw=161, ng=41)
-    np.testing.assert_allclose(got, truth, atol=0.1 * ref[1])
+    np.testing.assert_allclose(got, truth, atol=0.15 * ref[1])
     # the draws (slice chain and exact) follow the same posterior of w
     _, w_draws = model.draw_exact(jax.random.key(0), state, 4000)
     assert float(jnp.mean(w_draws)) == pytest.approx(ref[0], abs=4 * ref[1] / 60)
