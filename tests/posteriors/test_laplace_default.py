@@ -58,60 +58,73 @@ def _latent_data(seed=1, n=80):
     return np.stack([a, p], 1), y
 
 
-def _quadrature(loglik, hyper_logpdf, nt=401, nw=401, ng=121):
-    """E[w], sd(w), E[theta] of ``exp(loglik(theta, w)) N(theta; 0, tau^2) N(w; 0, 1)
-    pi(tau)`` by brute force on a (theta, w, log tau) box (d = 1)."""
-    th = np.linspace(-6, 6, nt)[:, None]
-    w = np.linspace(-5, 5, nw)[None, :]
-    base = loglik(th, w) - 0.5 * w**2
-    logs, mass_w, mass_w2, mass_t = [], [], [], []
-    for lt in np.linspace(np.log(1e-3), np.log(1e3), ng):
-        tau = np.exp(lt)
-        lp = (base - 0.5 * th**2 / tau**2 - np.log(tau) + hyper_logpdf(tau) + lt)
-        logs.append(lp)
-    lp = np.stack(logs)
+def _moments(lp, th, w):
+    """E[w], sd(w), E[theta] of the log density lp (..., nt, nw) on the box."""
     wgt = np.exp(lp - lp.max())
     z = wgt.sum()
-    mass_w = (wgt * w).sum() / z
-    mass_w2 = (wgt * w**2).sum() / z
-    mass_t = (wgt * th).sum() / z
-    return mass_w, np.sqrt(mass_w2 - mass_w**2), mass_t
+    m_w = (wgt * w).sum() / z
+    return m_w, np.sqrt((wgt * w**2).sum() / z - m_w**2), (wgt * th).sum() / z
+
+
+def _box(nt=401, nw=401):
+    return np.linspace(-6, 6, nt)[:, None], np.linspace(-5, 5, nw)[None, :]
 
 
 def _half_cauchy(tau):
     return np.log(2 / np.pi) - np.log1p(tau * tau)
 
 
-def test_latent_laplace_learnt_integrates_tau_exactly_on_its_quadratic_likelihood():
+def _exact_posterior(X, y, nt=161, nw=161, ng=41):
+    """The true posterior's moments: logistic likelihood, theta ~ N(0, tau^2),
+    w ~ N(0, 1), tau ~ HalfCauchy(1), brute force on (theta, w, log tau)."""
+    th, w = _box(nt, nw)
+    eta = th[..., None] * (X[:, 0] + w[..., None] * X[:, 1])
+    lik = np.sum(y * log_expit(eta) + (1 - y) * log_expit(-eta), -1) - 0.5 * w**2
+    lp = np.stack([lik - 0.5 * th**2 / t**2 - np.log(t) + _half_cauchy(t) + np.log(t)
+                   for t in np.exp(np.linspace(np.log(1e-3), np.log(1e3), ng))])
+    return _moments(lp, th, w)
+
+
+def _node_mixture(model, state, X, y):
+    """The scheme's posterior by brute force: at each tau node k, the logistic
+    log-likelihood expanded to second order at the node's MAP phi_k (gradient and
+    Hessian recomputed here in NumPy), times N(theta; 0, tau_k^2) N(w; 0, 1) and the
+    node's prior mass, summed over the nodes on a (theta, w) box (d = 1)."""
+    th, w = _box()
+    phi = np.stack(np.broadcast_arrays(th, w * th), -1)  # (nt, nw, 2)
+    lps = []
+    for k, (lt, lw0) in enumerate(zip(model.laplace.log_tau, model.laplace.log_w0)):
+        pk = np.asarray(state.fit.theta, float)[0, k]
+        mu = expit(X @ pk)
+        score = X.T @ (y - mu)
+        H = X.T @ (X * (mu * (1 - mu))[:, None])
+        ll = np.sum(y * log_expit(X @ pk) + (1 - y) * log_expit(-(X @ pk)))
+        dev = phi - pk
+        quad = ll + dev @ score - 0.5 * np.einsum("...i,ij,...j->...", dev, H, dev)
+        lps.append(lw0 + quad - 0.5 * th**2 * np.exp(-2 * lt) - lt - 0.5 * w**2)
+    top = np.max(lps, 0)
+    return _moments(top + np.log(np.sum(np.exp(np.array(lps) - top), 0)), th, w)
+
+
+def test_latent_laplace_learnt_mixes_one_expansion_per_tau_node():
     """With tau learnt, LatentLaplace's exact summaries (w's grid, theta's mean)
-    equal a brute-force 3-D quadrature of the posterior whose likelihood is the
-    state's quadratic expansion ``phi^T g - phi^T H_L phi / 2`` (the scheme itself,
-    exact up to the grids), and are close to the same quadrature with the true
-    logistic likelihood (the Laplace approximation's error)."""
+    equal a brute-force quadrature of its scheme (one second-order expansion of the
+    logistic likelihood per tau node, mixed by the nodes' evidence), and are close
+    to the true posterior (logistic likelihood, tau continuous): Laplace's error."""
     model = latent_model(LaplaceGLM("logistic", n_max=100), dist.Normal(0.0, 1.0))
     assert type(model) is LatentLaplace and model.learnt
     X, y = _latent_data()
     state = _fold(model, X, y)
-    Saa, Sap, Spp = (float(np.asarray(s)[0, 0, 0]) for s in (state.Saa, state.Sap,
-                                                             state.Spp))
-    ba, bp = float(state.ba[0, 0]), float(state.bp[0, 0])
-
-    def quad(th, w):
-        return (ba + w * bp) * th - 0.5 * (Saa + 2 * w * Sap + w * w * Spp) * th * th
-
-    def exact(th, w):
-        eta = th[..., None] * (X[:, 0] + w[..., None] * X[:, 1])
-        return np.sum(y * log_expit(eta) + (1 - y) * log_expit(-eta), -1)
-
     got = (float(model.w_mean(state)[0]), float(model.w_sd(state)[0]),
            float(model.mean(state)[0, 0]))
-    ref = _quadrature(quad, _half_cauchy)
-    np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-3)
-    truth = _quadrature(exact, _half_cauchy, nt=161, nw=161, ng=41)
-    np.testing.assert_allclose(got, truth, atol=0.15 * ref[1])
-    # the draws (slice chain and exact) follow the same posterior of w
-    _, w_draws = model.draw_exact(jax.random.key(0), state, 4000)
+    ref = _node_mixture(model, state, X, y)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    truth = _exact_posterior(X, y)
+    np.testing.assert_allclose(got, truth, atol=0.1 * ref[1])
+    # the exact draws (w, then a node and theta given w) follow the same posterior
+    th_draws, w_draws = model.draw_exact(jax.random.key(0), state, 4000)
     assert float(jnp.mean(w_draws)) == pytest.approx(ref[0], abs=4 * ref[1] / 60)
+    assert float(jnp.mean(th_draws)) == pytest.approx(ref[2], abs=0.03)
 
 
 def test_latent_laplace_learnt_saves_and_reloads_and_rank_ts_runs(tmp_path):
