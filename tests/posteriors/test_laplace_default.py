@@ -15,7 +15,11 @@ from scipy.special import expit, log_expit
 import bayesrank as br
 from bayesrank.policies import Optimistic
 from bayesrank.posteriors import (
-    LaplaceGLM, LatentLaplace, LearntScaleLaplace, LearntScaleLinear, latent_model,
+    LaplaceGLM,
+    LatentLaplace,
+    LearntScaleLaplace,
+    LearntScaleLinear,
+    latent_model,
 )
 
 pytestmark = pytest.mark.x64
@@ -191,7 +195,7 @@ def test_ucb_with_a_learnt_scale_saves_and_reloads(tmp_path):
 def test_a_fixed_scale_keeps_todays_lists_and_file(tmp_path):
     """prior_scale=1.0 is the old default: lam = 1 from the model, the same Gram
     path, and a saved policy reloads as that fixed model with the same lists."""
-    _, ucb, lists = _ucb_run(LaplaceGLM("logistic", prior_scale=1.0, n_max=40), T=8)
+    _, ucb, _ = _ucb_run(LaplaceGLM("logistic", prior_scale=1.0, n_max=40), T=8)
     assert ucb.lam == 1.0 and type(ucb.model) is LaplaceGLM
     ucb.save(tmp_path / "f.npz")
     back = br.RankUCB.load(tmp_path / "f.npz")
