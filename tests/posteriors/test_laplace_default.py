@@ -248,3 +248,27 @@ def test_joint_map_reference_refuses_a_learnt_scale():
 def test_identity_link_default_is_the_conjugate_learnt_scale():
     model = LaplaceGLM("identity")
     assert type(model) is LearntScaleLinear and model.noise_scale == 1.0
+
+
+@pytest.mark.parametrize("kind", ["gen", "window"])
+def test_gen_and_window_ucb_take_the_learnt_scale(kind):
+    """GenRankUCB and WindowRankUCB: the posterior's lam (no number of their own),
+    a finite width per position that V's lam drives (the width is Lemma 1's at the
+    modal node's lam: recomputed here from the estimate's own sum x x^T)."""
+    env = br.RankingEnv.paper(seed=4, K=10, L=3, d=3, link="logistic")
+    model = LaplaceGLM("logistic", n_max=20)
+    if kind == "gen":
+        pol = br.GenRankUCB(model=model, items=env.items, L=3, m3=1.0, c1=0.1)
+    else:
+        pol = br.WindowRankUCB(model=model, items=env.items, c1=0.1,
+                               w=np.stack([env.w, 0 * env.w], 1))
+    for t in range(4):
+        items = pol.select()
+        pol.update(items, env.sample(jax.random.key(t), items))
+    assert pol.lam is None
+    S = np.asarray(pol.state.est[0], float)
+    lam = np.asarray(pol.model.map_node(pol.state.model)[1], float)
+    p = S.shape[-1]
+    ratio = np.linalg.slogdet(lam[:, None, None] * np.eye(p) + S)[1] - p * np.log(lam)
+    width = np.sqrt(lam) * pol._m2_width() + np.sqrt(2 * np.log(1 / pol.delta) + ratio)
+    np.testing.assert_allclose(pol.width(), width, rtol=1e-10)
