@@ -14,6 +14,13 @@
   ``noise_sd``) has no such precision in reward units: the estimate keeps the design
   Gram matrix and multiplies the width by the posterior's noise sd, Lemma 1's R (its
   width is then in the reward's units, as the mean is).
+  A Laplace posterior that learns its prior scale tau (``LaplaceGLM()``: a
+  ``map_node`` method) regularises with ``lam = 1 / tau^2`` at the grid's modal node:
+  theta_hat is that node's MAP, the ``lam``-regularised MLE of Lemma 3, and V is the
+  design Gram matrix with the same ``lam`` per position, ``lam I + sum x x^T``,
+  factorised afresh each round from the estimate's running ``sum x x^T`` (lam moves
+  with the data); Lemma 1's width takes that ``lam`` (``sqrt(lam) m2`` and
+  ``log det V - p log lam``).
 
 An estimate is ``init(L, p) -> est_state``, ``update(est_state, x, valid) ->
 est_state`` and ``__call__(key, model_state, est_state) -> (params, model_state)``,
@@ -88,7 +95,9 @@ class Optimistic(Part):
             ``noise_sd(state)`` (a posterior that learns the reward's scale), the
             width is multiplied by it: Lemma 1's R, the noise's sub-Gaussian scale,
             with ``m2`` a bound on ``||theta||`` in units of that R.
-        lam, delta, m2, alpha: the width (Lemma 1, or the constant alpha).
+        lam, delta, m2, alpha: the width (Lemma 1, or the constant alpha); ``lam``
+            None for a posterior that learns it (a ``map_node`` method: the
+            learnt-scale Laplace GLM, whose theta_hat is then the modal node's MAP).
         c1: the link's lower derivative bound (1 for the identity link).
 
     Example:
@@ -108,22 +117,37 @@ class Optimistic(Part):
         self.model = model
         self.lam, self.delta, self.m2, self.alpha = lam, delta, m2, alpha
         self.c1 = float(c1)
+        #: whether lam is the posterior's own, per position (a learnt-scale Laplace)
+        self.learnt_lam = callable(getattr(model, "map_node", None))
+        if self.learnt_lam and lam is not None:
+            raise ValueError(
+                f"lam: the model learns its prior scale, and the width takes its "
+                f"regulariser 1/tau^2 from the posterior; got lam={lam!r} (leave it "
+                "unset, or give the model a prior_scale number)")
+        if not self.learnt_lam and lam is None:
+            raise ValueError("lam: expected a positive ridge parameter, got None")
         self.own_gram = not hasattr(model, "gram") or model.link.name != "identity"
         #: whether Lemma 1's R comes from the posterior (``model.noise_sd``)
         self.scaled = hasattr(model, "noise_sd")
 
     def init(self, L: int, p: int):
         """The estimate's own state: the Gram factor ``sqrt(lam) I`` per position and
-        its log-det ratio, or none when the posterior keeps the Gram matrix."""
+        its log-det ratio, or none when the posterior keeps the Gram matrix (a
+        learnt ``lam``: the running ``sum x x^T`` (L, p, p) alone)."""
+        dtype = jnp.result_type(float)
+        if self.learnt_lam:
+            return (jnp.zeros((L, p, p), dtype),)
         if not self.own_gram:
             return ()
-        dtype = jnp.result_type(float)
         chol = jnp.broadcast_to(math.sqrt(self.lam) * jnp.eye(p, dtype=dtype), (L, p, p))
         return chol, jnp.zeros((L,), dtype)
 
     def update(self, est, x, valid):
         """Fold the features x (L, p) of the positions marked ``valid`` into the
         Gram factor (when the estimate keeps its own)."""
+        if self.learnt_lam:
+            x = jnp.where(valid[:, None], x, 0.0).astype(est[0].dtype)
+            return (est[0] + x[:, :, None] * x[:, None, :],)
         if not self.own_gram:
             return est
         chol, ratio = est
@@ -131,8 +155,21 @@ class Optimistic(Part):
         inc = jax.vmap(logdet_increment)(chol, x)
         return jax.vmap(chol_update)(chol, x), ratio + inc
 
+    def _lam(self, mstate):
+        """The ridge weight: this estimate's number, or (L,) the posterior's
+        ``1 / tau^2`` at its modal node (a learnt-scale Laplace)."""
+        return self.model.map_node(mstate)[1] if self.learnt_lam else self.lam
+
     def gram(self, mstate, est):
-        """``(chol (L, p, p), log det V - log det V_0 (L,))``."""
+        """``(chol (L, p, p), log det V - log det V_0 (L,))``; a learnt ``lam``:
+        ``V = lam I + sum x x^T`` with the posterior's ``lam`` (L,), factorised."""
+        if self.learnt_lam:
+            S = est[0]
+            lam = self._lam(mstate).astype(S.dtype)
+            eye = jnp.eye(S.shape[-1], dtype=S.dtype)
+            chol = jnp.linalg.cholesky(lam[:, None, None] * eye + S)
+            logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, 0, -2, -1)), -1)
+            return chol, logdet - S.shape[-1] * jnp.log(lam)
         return est if self.own_gram else self.model.gram(mstate)
 
     def width(self, mstate, est):
@@ -141,7 +178,7 @@ class Optimistic(Part):
         chol, ratio = self.gram(mstate, est)
         del chol
         width = confidence_width(
-            ratio, lam=self.lam, delta=self.delta, m2=self.m2, alpha=self.alpha
+            ratio, lam=self._lam(mstate), delta=self.delta, m2=self.m2, alpha=self.alpha
         )
         if self.scaled:
             width = width * self.model.noise_sd(mstate).astype(width.dtype)
@@ -153,4 +190,6 @@ class Optimistic(Part):
             mstate = refresh(key, mstate)
         chol, _ = self.gram(mstate, est)
         width = self.width(mstate, est) / self.c1
-        return UCBParams(self.model.mean(mstate), width, chol), mstate
+        theta = (self.model.map_node(mstate)[0] if self.learnt_lam
+                 else self.model.mean(mstate))
+        return UCBParams(theta, width, chol), mstate

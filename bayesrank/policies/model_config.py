@@ -5,9 +5,11 @@ what the file names (:mod:`.persist` reads and writes the file).
 
 Example:
     >>> import bayesrank as br
-    >>> cfg = model_config(br.LaplaceGLM(link="probit"))
+    >>> cfg = model_config(br.LaplaceGLM(link="probit", prior_scale=1.0))
     >>> cfg["class"], type(model_from_config(cfg)).__name__
     ('LaplaceGLM', 'LaplaceGLM')
+    >>> model_config(br.LaplaceGLM(link="probit"))["class"]  # the learnt default
+    'LearntScaleLaplace'
 """
 
 from __future__ import annotations

@@ -49,6 +49,13 @@ What is guaranteed for a non-linear link (GLM-UCB):
   The projection of the MLE onto Theta (Filippi et al. 2010) is *not* applied: when
   the MLE leaves Theta (early rounds, or m2 chosen too small) the statement above is
   not proven, though the scores stay finite and the policy keeps learning.
+* with ``model=LaplaceGLM(link=...)`` and its prior scale learnt (the default,
+  ``prior_scale=None``: tau on a grid, :mod:`bayesrank.posteriors.laplace_scaled`)
+  the estimate is the MAP at the grid's modal node k, the ``lam_k``-regularised MLE
+  with ``lam_k = 1 / tau_k^2``, and V is ``lam_k I + sum x x^T`` with that same
+  ``lam_k`` (per position, refactorised each round); Lemma 1's width takes ``lam_k``.
+  The pairing is Lemma 3's; that lam_k is chosen from the data makes the statement
+  above hold for each fixed node, not uniformly over the data-dependent choice.
 * with a NUTS model (``BayesGLM``, ``NumPyroModel``) the estimate is the current
   posterior mean (the chains advance one round in every ``select`` through
   ``model.refresh``): a heuristic, with no confidence statement.
@@ -133,7 +140,8 @@ def learnt_default(model, lam, alpha, m2) -> bool:
 def as_ucb_args(delta, lam, alpha, m2, c1):
     """Validate the confidence-width arguments; returns them as floats."""
     delta = check_real(delta, "delta", low=0, high=1, inclusive="neither")
-    lam = check_real(lam, "lam", low=0, inclusive="neither")
+    if lam is not None:  # None: the model's learnt regulariser (resolve_lam)
+        lam = check_real(lam, "lam", low=0, inclusive="neither")
     m2 = check_real(m2, "m2", low=0)
     if alpha is not None:
         alpha = check_real(alpha, "alpha", low=0)
@@ -147,8 +155,18 @@ def resolve_lam(model, lam):
 
     A model that declares its own regulariser (``LaplaceGLM.lam = 1 / prior_scale^2``,
     whose MAP is the lam-regularised MLE of Lemma 3) fixes it: ``lam=None`` takes the
-    model's, a different value raises. Otherwise ``None`` means 1.0.
+    model's, a different value raises. A model that learns its prior scale (a
+    ``map_node`` method: ``LaplaceGLM()``, the learnt-scale Laplace GLM) regularises
+    with its own ``1 / tau^2`` each round: None (any number given raises).
+    Otherwise ``None`` means 1.0.
     """
+    if callable(getattr(model, "map_node", None)):
+        if lam is not None:
+            raise ValueError(
+                f"lam: the model learns its prior scale tau and the confidence set "
+                f"uses its own lam = 1/tau^2 (the modal grid node's); got lam={lam!r} "
+                "(leave lam unset, or give the model a prior_scale number)")
+        return None
     own = getattr(model, "lam", None) if model is not None else None
     if lam is None:
         return 1.0 if own is None else float(own)
@@ -320,7 +338,9 @@ class RankUCB(UCBPolicy):
             noise_scale=1)``.
         delta: confidence level of Lemma 1, in (0, 1).
         lam: ridge parameter of ``V = lam I + sum x x^T``; None: the model's own
-            regulariser (``LaplaceGLM``: ``1 / prior_scale^2``), else 1.0. Given
+            regulariser (``LaplaceGLM``: ``1 / prior_scale^2``; a learnt prior scale
+            tau: ``1 / tau^2`` at the grid's modal node, per position and round),
+            else 1.0. Given
             without a model it selects the ridge model above with that lam; with a
             learnt-scale model it regularises only V in the width (the model learns
             its own shrinkage).

@@ -17,7 +17,8 @@ def lemma1_width(logdet_ratio, *, lam, delta, m2):
 
     Args:
         logdet_ratio: (...) ``log det V_t - d log lam`` (>= 0).
-        lam: the ridge parameter; delta: the confidence level in (0, 1);
+        lam: the ridge parameter (a number, or an array broadcasting with
+            ``logdet_ratio``: one per position); delta: the confidence level in (0, 1);
         m2: a bound on the parameter norm ``||theta||_2``.
 
     Returns:
@@ -31,4 +32,5 @@ def lemma1_width(logdet_ratio, *, lam, delta, m2):
         (3.146, 3.146)
     """
     r = jnp.maximum(jnp.asarray(logdet_ratio), 0.0)
-    return math.sqrt(lam) * m2 + jnp.sqrt(2.0 * math.log(1.0 / delta) + r)
+    root = math.sqrt(lam) if isinstance(lam, (int, float)) else jnp.sqrt(lam)
+    return root * m2 + jnp.sqrt(2.0 * math.log(1.0 / delta) + r)

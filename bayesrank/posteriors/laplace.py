@@ -53,7 +53,7 @@ a position with ``valid`` False keeps its state bit for bit.
 
 Example:
     >>> import jax, jax.numpy as jnp
-    >>> model = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100)
+    >>> model = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100)  # fixed s0
     >>> state = model.init(L=2, p=3)
     >>> state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 0.0]))
     >>> theta, state = model.draw(jax.random.key(0), state)
@@ -108,7 +108,7 @@ class LaplaceState(NamedTuple):
 
     Example:
         >>> from bayesrank.posteriors import LaplaceGLM
-        >>> state = LaplaceGLM(link="logistic", n_max=100).init(L=2, p=3)
+        >>> state = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100).init(L=2, p=3)
         >>> state.x.shape, state.theta.shape
         ((2, 100, 3), (2, 3))
     """
@@ -334,11 +334,13 @@ class LaplaceGLM(Part):
         link: "logistic" or "probit" (Bernoulli rewards in {0, 1}), "exp" (Poisson
             counts), "identity" (Gaussian rewards with sd ``noise_scale``: exact,
             the same as :class:`~bayesrank.posteriors.gaussian.GaussianLinear`).
-        prior_scale: s0 > 0, the prior N(0, s0^2 I); the ridge weight is 1 / s0^2.
-            None or a NumPyro distribution on (0, inf): s0 is learnt (HalfCauchy(1)
-            for None) by the Laplace evidence on a grid, and the call builds a
+        prior_scale: None (the default) or a NumPyro distribution on (0, inf): s0
+            is learnt (HalfCauchy(1) for None) by the Laplace evidence on a grid,
+            and the call builds a
             :class:`~bayesrank.posteriors.laplace_scaled.LearntScaleLaplace` (the
-            identity link: ``GaussianLinear``'s exact learnt scale).
+            identity link: ``GaussianLinear``'s exact learnt scale). A number s0 > 0:
+            the prior N(0, s0^2 I), ridge weight 1 / s0^2 (``prior_scale=1.0`` is
+            the default before issue 44: the same lists and files).
         noise_scale: Gaussian noise sd (identity link only).
         n_max: rows kept per position (non-identity links); past it the posterior
             conditions on the most recent ``n_max`` observations (sliding window).
@@ -366,18 +368,20 @@ class LaplaceGLM(Part):
 
     vmappable = True
 
-    def __new__(cls, link="logistic", prior_scale=1.0, noise_scale=1.0, **kwargs):
+    def __new__(cls, link="logistic", prior_scale=None, noise_scale=1.0, **kwargs):
         if cls is LaplaceGLM and is_learnt(prior_scale):
             name = link.name if isinstance(link, Link) else link
             if name == "identity":  # exact: the conjugate learnt-scale model
                 return GaussianLinear(prior_scale=prior_scale, noise_scale=noise_scale)
+            # checked as for a fixed scale, though only the identity link reads it
+            check_real(noise_scale, "noise_scale", low=0, inclusive="neither")
             return LEARNT_SCALE_CLASS(link, prior_scale, **kwargs)
         return super().__new__(cls)
 
     def __init__(
         self,
         link: str | Link = "logistic",
-        prior_scale=1.0,
+        prior_scale=None,
         noise_scale=1.0,
         *,
         n_max: int = 2000,
@@ -652,6 +656,9 @@ class LaplaceGLM(Part):
         if cfg.get("class") == "LearntScaleLaplace":
             return LEARNT_SCALE_CLASS.from_config(cfg)
         cfg = dict(cfg)
+        # a fixed-scale LaplaceGLM's file: an absent prior_scale is the default it
+        # was saved under, 1.0 (the default became the learnt scale in issue 44)
+        cfg.setdefault("prior_scale", 1.0)
         name = cfg.pop("class", "LaplaceGLM")
         if name != "LaplaceGLM":
             raise ValueError(f"cfg: describes a {name!r}, not a 'LaplaceGLM'")

@@ -269,6 +269,22 @@ class LearntScaleLaplace(Part):
         """(L, p) the posterior mean: the MAPs averaged over tau's grid posterior."""
         return jnp.einsum("lg,lgp->lp", jnp.exp(self.log_weights(state)), state.theta)
 
+    def map_node(self, state):
+        """The grid's modal node per position: ``(theta_k (L, p), lam_k (L,))``, its
+        MAP and its ridge weight ``1 / tau_k^2``.
+
+        theta_k is the ``lam_k``-regularised MLE (Lemma 3 of the paper), so the UCB
+        family (:class:`~bayesrank.policies.Optimistic`) pairs it with the design
+        Gram matrix ``V = lam_k I + sum x x^T`` of the same ``lam_k``: the paired
+        estimate and ellipsoid of Lemma 3, at the prior scale the data favour. (The
+        grid-averaged precision ``E[1 / tau^2 | D]`` is not used: under a
+        HalfCauchy hyperprior it is infinite, and on the grid it is set by the
+        lowest node's tail mass.)
+        """
+        k = jnp.argmax(self.log_weights(state), -1)
+        theta = jnp.take_along_axis(state.theta, k[:, None, None], 1)[:, 0]
+        return theta, self._lams(state.theta.dtype)[k]
+
     def covariance(self, state) -> jax.Array:
         """(L, p, p) the mixture's covariance (for inspection, not hot paths)."""
         w = jnp.exp(self.log_weights(state))

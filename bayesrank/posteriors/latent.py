@@ -53,12 +53,8 @@ def latent_model(model, w_prior):
         model = GaussianLinear()
     if isinstance(model, (GaussianLinear, GaussianLinearUnknownNoise, LearntScaleLinear)):
         return LatentW(model, w_prior)
-    if isinstance(model, LearntScaleLaplace):
-        raise TypeError(
-            "model: LaplaceGLM(prior_scale=None | <distribution>) has no latent-w form "
-            "yet (LatentLaplace fits one fixed prior scale); pass prior_scale=<number>, "
-            "or GaussianLinear() to learn the scales with w latent"
-        )
+    if isinstance(model, LearntScaleLaplace):  # tau on a grid with theta
+        return LatentLaplace(model, w_prior)
     if isinstance(model, LaplaceGLM):
         if model.link.name == "identity":
             base = GaussianLinear(prior_scale=model.prior_scale,

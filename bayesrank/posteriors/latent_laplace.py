@@ -22,6 +22,17 @@ Gaussian. The only approximation is the quadratic likelihood in phi, the Laplace
 approximation itself; the bilinear shape of the posterior in (theta, w), which a joint
 Gaussian at the MAP of (theta, w) cannot represent, is kept exactly.
 
+**A learnt prior scale** (``LaplaceGLM()``, ``prior_scale=None`` or a hyperprior on
+tau, theta ~ N(0, tau^2 I)): the fit over the pair features is the learnt-scale
+Laplace model, with a MAP and Hessian at each of its 24 tau nodes; each node expands
+the likelihood at its own MAP, theta integrates out given (w, tau_k) in closed form as
+above, and the nodes are mixed by their evidence (:mod:`.latent_laplace_grid`). Why
+one expansion per node: one expansion shared by every tau (at the modal node's MAP,
+with tau then integrated exactly on the quadratic) was over-confident about theta in
+simulation-based calibration (p = 0.004, 200 simulations): at a large tau the clicks
+are nearly separable and the posterior is wide, which only the curvature at that
+tau's own, large MAP shows.
+
 Why this and not a Laplace approximation at the joint MAP of ``(theta, w)``: the joint
 posterior is curved along ``w theta = const`` and skewed in w whenever theta is poorly
 determined; a Gaussian in ``(theta, w)`` makes w's interval symmetric and too narrow
@@ -47,8 +58,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from bayesrank.posteriors import latent_laplace_grid as grid
 from bayesrank.posteriors.gaussian import GaussianLinear
 from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
+from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
 from bayesrank.posteriors.latent_w import SLICE_STEPS, LatentW
 
 __all__ = ["LatentLaplace", "LatentLaplaceState"]
@@ -72,7 +85,7 @@ class LatentLaplaceState(NamedTuple):
     Spp: jax.Array  # (L, d, d) the p-p block of H_L
     ba: jax.Array  # (L, d) the first half of g = H phi_hat
     bp: jax.Array  # (L, d) the second half of g
-    yy: jax.Array  # (L,) zeros (known dispersion: not used)
+    yy: jax.Array  # (L,) zeros; a learnt scale: (L, G) each node's log offset
     n: jax.Array  # (L,) observations held
     w: jax.Array  # (L,) the chain's current w
     width: jax.Array  # (L,) the slice width
@@ -85,7 +98,10 @@ class LatentLaplace(LatentW):
     Args:
         base: a :class:`LaplaceGLM` with link "logistic", "probit" or "exp": the
             likelihood, the prior scale s0 (theta ~ N(0, s0^2 I)), the buffer
-            ``n_max`` and the Newton settings of the fit.
+            ``n_max`` and the Newton settings of the fit; or its learnt-scale form
+            (``LaplaceGLM()``, a
+            :class:`~bayesrank.posteriors.laplace_scaled.LearntScaleLaplace`): tau
+            then integrated on a grid with theta (see the module docstring).
         w_prior: a NumPyro distribution over the reals (or an interval), batch shape
             ``()`` or ``(L,)``.
         slice_steps: slice-sampler transitions per draw.
@@ -101,19 +117,27 @@ class LatentLaplace(LatentW):
     """
 
     def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):
-        if not isinstance(base, LaplaceGLM) or base.link.name == "identity":
+        learnt = isinstance(base, LearntScaleLaplace)
+        if not (learnt or isinstance(base, LaplaceGLM)) or base.link.name == "identity":
             raise TypeError(
                 "model: LatentLaplace needs a LaplaceGLM with a logistic, probit or exp "
                 f"link, got {base!r} (the identity link is exact: LatentW)"
             )
-        prior = GaussianLinear(prior_scale=base.prior_scale, noise_scale=1.0)
+        if learnt:  # marks the learnt paths; the maths is .latent_laplace_grid's
+            prior = GaussianLinear(prior_scale=base.hyperprior, noise_scale=1.0)
+        else:
+            prior = GaussianLinear(prior_scale=base.prior_scale, noise_scale=1.0)
         super().__init__(prior, w_prior, slice_steps=slice_steps)
+        #: the model as given (``config`` saves it)
+        self.glm = base
+        #: the Laplace fit over the pair features (a learnt scale: one per tau node,
+        #: each expanded at its own MAP)
         self.laplace = base
         self.link = base.link
         self.reward_support = base.reward_support
 
     def __repr__(self) -> str:
-        return f"LatentLaplace({self.laplace!r}, {type(self.w_prior).__name__}(...))"
+        return f"LatentLaplace({self.glm!r}, {type(self.w_prior).__name__}(...))"
 
     def label(self) -> str:
         """The model's name in DataTree attributes."""
@@ -122,7 +146,9 @@ class LatentLaplace(LatentW):
     def init(self, L: int, p: int) -> LatentLaplaceState:
         """The prior for L positions over pair features of dimension ``p = 2d``."""
         stats = super().init(L, p)
-        return LatentLaplaceState(*stats, fit=self.laplace.init(L, p))
+        fit = self.laplace.init(L, p)
+        state = LatentLaplaceState(*stats, fit=fit)
+        return self._expand(fit, state) if self.learnt else state
 
     def update(self, state: LatentLaplaceState, x, y, valid=None) -> LatentLaplaceState:
         """Refit the relaxation's MAP with one more observation per position and
@@ -134,18 +160,60 @@ class LatentLaplace(LatentW):
         fit = self.laplace.update(state.fit, x, y, valid)
         return self._expand(fit, state)
 
-    def _expand(self, fit: LaplaceState, state):
-        """The conjugate statistics of the quadratic likelihood at ``fit``'s MAP."""
-        d = state.ba.shape[1]
+    def _expand(self, fit, state):
+        """The conjugate statistics of the quadratic likelihood at ``fit``'s MAP (a
+        learnt scale: one expansion per tau node, :mod:`.latent_laplace_grid`)."""
+        d = state.ba.shape[-1]
         dtype = state.ba.dtype
+        n = fit.n.astype(dtype)
+        if self.learnt:
+            Saa, Sap, Spp, ba, bp, yy = grid.node_stats(self.laplace, fit, d)
+            return state._replace(Saa=Saa, Sap=Sap, Spp=Spp, ba=ba, bp=bp, yy=yy, n=n,
+                                  fit=fit)
         H = fit.chol @ jnp.swapaxes(fit.chol, -1, -2)
         g = jnp.einsum("lij,lj->li", H, fit.theta)
         HL = H - self.laplace.lam * jnp.eye(2 * d, dtype=dtype)
         HL = 0.5 * (HL + jnp.swapaxes(HL, -1, -2))
         return state._replace(
             Saa=HL[:, :d, :d], Sap=HL[:, :d, d:], Spp=HL[:, d:, d:],
-            ba=g[:, :d], bp=g[:, d:], n=fit.n.astype(dtype), fit=fit,
+            ba=g[:, :d], bp=g[:, d:], n=n, fit=fit,
         )
+
+    # ------------------------------------- a learnt scale: the nodes' mixture
+    def _lams(self, dtype):
+        return jnp.exp(-2.0 * jnp.asarray(self.laplace.log_tau, dtype))
+
+    def _log_marginal(self, stats, yy, n, w, m0, P0):
+        if not self.learnt:
+            return super()._log_marginal(stats, yy, n, w, m0, P0)
+        return grid.log_marginal(stats, yy, w, self._lams(yy.dtype))
+
+    def _relaxed_w(self, stats, m0, P0):
+        if self.learnt:  # a proposal's centre only: the nodes' average statistics
+            stats = tuple(jnp.mean(s, axis=0) for s in stats)
+            d = stats[3].shape[-1]  # (LatentW's d reads the node axis here)
+            m0, P0 = jnp.zeros((d,), stats[3].dtype), jnp.eye(d, dtype=stats[3].dtype)
+        return super()._relaxed_w(stats, m0, P0)
+
+    def theta_given_w(self, key, state, w):
+        if not self.learnt:
+            return super().theta_given_w(key, state, w)
+        L = w.shape[0]
+        lams = self._lams(state.yy.dtype)
+        return jax.vmap(lambda k, st, yy, wl: grid.theta_given_w(k, st, yy, wl, lams))(
+            jax.random.split(key, L), self._stats(state), state.yy, w)
+
+    def _mean(self, state):
+        if not self.learnt:
+            return super()._mean(state)
+        ws, wts = self.w_grid(state)
+        lams = self._lams(state.yy.dtype)
+
+        def one_pos(st, yy, wrow, prow):
+            m = jax.vmap(lambda wl: grid.theta_mean_given_w(st, yy, wl, lams))(wrow)
+            return jnp.sum(prow[:, None] * m, axis=0)
+
+        return jax.vmap(one_pos)(self._stats(state), state.yy, ws, wts)
 
     def check_rewards(self, y) -> None:
         """Host-side check: rewards in the likelihood's support."""
@@ -154,7 +222,7 @@ class LatentLaplace(LatentW):
     def config(self) -> dict:
         """JSON-able description: the Laplace model and the prior on w."""
         cfg = super().config()
-        cfg["base"] = {"class": "LaplaceGLM", "config": self.laplace.config()}
+        cfg["base"] = {"class": "LaplaceGLM", "config": self.glm.config()}
         return cfg
 
     BASES: dict = {"LaplaceGLM": LaplaceGLM}

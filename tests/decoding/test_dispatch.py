@@ -180,7 +180,7 @@ def test_auto_at_640_items_selects_without_dense_tables_and_as_the_dense_dp(monk
     rng = np.random.default_rng(0)
     lists = rng.integers(0, env.K, size=(40, env.L))
     rewards = (rng.random((40, env.L)) < 0.5).astype(float)
-    model = lambda: br.LaplaceGLM(link="logistic", n_max=64)  # noqa: E731
+    model = lambda: br.LaplaceGLM(link="logistic", prior_scale=1.0, n_max=64)  # noqa: E731
     auto = br.RankTS(model=model(), items=env.items, w=env.w, seed=1)
     auto.update(lists, rewards)
     calls = []

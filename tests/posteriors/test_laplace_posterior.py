@@ -166,10 +166,10 @@ def test_float32_states_default_to_hessian_tol_1e_4_and_float64_to_exact(monkeyp
         return orig(*args, **kwargs)
 
     monkeypatch.setattr(laplace, "newton_map", spy)
-    model = LaplaceGLM(link="logistic", n_max=100)
+    model = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100)
     assert model.refresh_tol(jnp.float32) == 1e-4 and model.refresh_tol(jnp.float64) is None
-    assert LaplaceGLM(hessian_tol=0).refresh_tol(jnp.float32) is None
-    assert LaplaceGLM(hessian_tol=1e-3).refresh_tol(jnp.float64) == 1e-3
+    assert LaplaceGLM(prior_scale=1.0, hessian_tol=0).refresh_tol(jnp.float32) is None
+    assert LaplaceGLM(prior_scale=1.0, hessian_tol=1e-3).refresh_tol(jnp.float64) == 1e-3
     X, Y = _data("logistic", n=80, seed=6)
     ref = _fold(model, X, Y)
     state = jax.tree.map(lambda a: a.astype(jnp.float32) if a.dtype == jnp.float64 else a,
@@ -235,7 +235,7 @@ def test_identity_link_equals_the_conjugate_model_and_closed_form():
 
 def test_draws_follow_the_laplace_gaussian():
     X, Y = _data("logistic", n=50, seed=5)
-    model = LaplaceGLM(link="logistic", n_max=64)
+    model = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=64)
     state = _fold(model, X, Y)
     draws = jax.vmap(lambda k: model.draw(k, state)[0])(
         jax.random.split(jax.random.key(1), 20000)
@@ -253,7 +253,7 @@ def test_draws_follow_the_laplace_gaussian():
 @pytest.mark.parametrize("link", ["logistic", "exp"])
 def test_unobserved_positions_keep_their_state_bit_for_bit(link):
     X, Y = _data(link, n=10)
-    model = LaplaceGLM(link=link, n_max=16)
+    model = LaplaceGLM(link=link, prior_scale=1.0, n_max=16)
     state = _fold(model, X, Y)
     valid = jnp.array([True, False])
     new = model.update(state, X[0] * 3.0, Y[0], valid)
@@ -318,7 +318,7 @@ def test_full_buffer_keeps_a_sliding_window_of_the_latest_rows():
         fresh = _fold(model, X[-5:], Y[-5:])
         np.testing.assert_allclose(state.theta[pos], fresh.theta[pos], rtol=1e-9)
         # and not the full-data fit
-        full = _fold(LaplaceGLM(link="logistic", n_max=13), X, Y)
+        full = _fold(LaplaceGLM(link="logistic", prior_scale=1.0, n_max=13), X, Y)
         assert _rel(state.theta[pos], np.asarray(full.theta[pos])) > 1e-3
 
 
@@ -416,7 +416,7 @@ def test_numpy_scalar_hyperparameters_are_accepted(value):
 
 
 def test_bad_update_shapes_raise_and_leave_state():
-    model = LaplaceGLM(n_max=4)
+    model = LaplaceGLM(prior_scale=1.0, n_max=4)
     state = model.init(L, P)
     with pytest.raises(ValueError, match=r"x: expected shape \(L, p\)"):
         model.update(state, np.ones((L, P + 1)), np.ones(L))

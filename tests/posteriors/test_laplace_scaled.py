@@ -164,7 +164,12 @@ def test_fixed_numbers_keep_the_old_model():
     assert fixed.config() == {"class": "LaplaceGLM", "link": "logistic",
                               "prior_scale": 1.0, "noise_scale": 1.0, "n_max": 10,
                               "tol": 1e-10, "max_iter": 50, "hessian_tol": None}
-    assert type(LaplaceGLM()) is LaplaceGLM
+    assert type(LaplaceGLM()) is LearntScaleLaplace  # the default learns tau
+    # a file saved under the old default names prior_scale 1.0, or (by hand) none
+    old = dict(fixed.config())
+    assert type(LaplaceGLM.from_config(old)) is LaplaceGLM
+    del old["prior_scale"]
+    assert LaplaceGLM.from_config(old).prior_scale == 1.0
     assert type(LaplaceGLM("identity", prior_scale=None)) is LearntScaleLinear
     learnt = LaplaceGLM("logistic", prior_scale=dist.LogNormal(0.0, 1.0), n_max=10)
     back = LaplaceGLM.from_config(json.loads(json.dumps(learnt.config())))
@@ -239,14 +244,6 @@ def test_bad_arguments_are_refused(kwargs, exc, match):
 def test_bad_configurations_are_refused(cfg, match):
     with pytest.raises(ValueError, match=match):
         LaplaceGLM.from_config(cfg)
-
-
-def test_latent_w_is_refused_with_the_way_out():
-    from bayesrank.posteriors import latent_model
-
-    with pytest.raises(TypeError, match="pass prior_scale=<number>"):
-        latent_model(LaplaceGLM("logistic", prior_scale=None, n_max=5),
-                     dist.Normal(0.0, 1.0))
 
 
 def test_bad_update_leaves_no_trace():

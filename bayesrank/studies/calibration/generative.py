@@ -41,6 +41,7 @@ __all__ = [
     "gaussian_generative",
     "generative_for",
     "glm_generative",
+    "laplace_learnt_generative",
     "learnt_generative",
     "nig_generative",
 ]
@@ -257,6 +258,32 @@ def learnt_generative(model: LearntScaleLinear, *, with_scales: bool = False) ->
         "y ~ N(<theta, x>, s^2)")
 
 
+def laplace_learnt_generative(model, *,
+                              with_scale: bool = True) -> Generative:
+    """The truth a learnt-scale Laplace GLM assumes: ``tau`` from its hyperprior,
+    ``theta ~ N(0, tau^2 I)``, rewards from the link's family; ``params["theta"]``
+    is (L, p + 1): theta with log tau appended (``with_scale=False``: (L, p), theta
+    alone)."""
+    hyper = model.hyperprior if model.hyperprior is not None else default_hyperprior()
+    family = glm_generative(model.link.name)
+
+    def prior(key, L, p):
+        k_t, k_z = jax.random.split(key)
+        dtype = jnp.result_type(float)
+        tau = hyper.sample(k_t, (L,)).astype(dtype)
+        theta = tau[:, None] * jax.random.normal(k_z, (L, p), dtype)
+        if not with_scale:
+            return {"theta": theta}
+        return {"theta": jnp.concatenate([theta, jnp.log(tau)[:, None]], -1)}
+
+    def rewards(key, params, x):
+        return family.rewards(key, {"theta": params["theta"][:, :x.shape[-1]]}, x)
+
+    name = "HalfCauchy(1)" if model.hyperprior is None else type(hyper).__name__
+    return Generative(prior, rewards, f"tau ~ {name}, theta ~ N(0, tau^2 I), "
+                      + family.description.split("), ", 1)[1])
+
+
 def generative_for(model) -> Generative:
     """The prior and likelihood a model assumes, from its public hyper-parameters.
 
@@ -281,6 +308,8 @@ def generative_for(model) -> Generative:
     if callable(getattr(model, "generative", None)):  # e.g. the latent-w adapter
         return model.generative()
     if getattr(model, "learnt_scale", False):  # GaussianLinear()'s learnt scales
+        if model.link.name != "identity":  # LaplaceGLM()'s learnt tau
+            return laplace_learnt_generative(model, with_scale=False)
         return learnt_generative(model)  # (also through a wrapper that delegates)
     link = getattr(getattr(model, "link", None), "name", None)
     if hasattr(model, "a0") and hasattr(model, "b0"):

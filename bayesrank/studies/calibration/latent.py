@@ -51,6 +51,7 @@ from bayesrank.studies.calibration.generative import (
     learnt_generative,
     nig_generative,
 )
+from bayesrank.studies.calibration.scales import laplace_learnt_generative
 
 __all__ = ["JointMAPDraws", "LatentWDraws", "latent_w_generative", "pair_features"]
 
@@ -125,7 +126,9 @@ class LatentWDraws:
         """The model's own prior and likelihood over (theta, w)."""
         base = self.model.base
         laplace = getattr(self.model, "laplace", None)
-        if laplace is not None:  # a GLM link (LatentLaplace)
+        if laplace is not None and self.model.learnt:  # a GLM link, tau learnt
+            g = laplace_learnt_generative(self.model.glm, with_scale=False)
+        elif laplace is not None:  # a GLM link (LatentLaplace)
             g = glm_generative(laplace.link.name, laplace.prior_scale)
         elif getattr(self.model, "learnt", False):  # theta's scale learnt
             g = learnt_generative(base)
@@ -179,7 +182,7 @@ class JointMAPDraws(LatentWDraws):
     Example:
         >>> import jax, numpyro.distributions as dist
         >>> from bayesrank.posteriors import LaplaceGLM, LatentLaplace
-        >>> m = JointMAPDraws(LatentLaplace(LaplaceGLM("logistic", n_max=10),
+        >>> m = JointMAPDraws(LatentLaplace(LaplaceGLM("logistic", 1.0, n_max=10),
         ...                                 dist.Normal(0.0, 1.0)))
         >>> m.draws_at_once(jax.random.key(0), m.init(L=2, p=3), 5).shape  # (theta, w)
         (5, 2, 4)
@@ -187,8 +190,9 @@ class JointMAPDraws(LatentWDraws):
 
     def __init__(self, model):
         super().__init__(model, "grid")
-        if getattr(model, "laplace", None) is None:
-            raise TypeError("model: JointMAPDraws needs a LatentLaplace")
+        if getattr(model, "laplace", None) is None or model.learnt:
+            raise TypeError("model: JointMAPDraws needs a LatentLaplace with a fixed "
+                            "prior scale")
 
         self._loglik = loglik(model.link.name)
 

@@ -120,12 +120,14 @@ def _latent(base, sampler: str = "grid"):
     return LatentWDraws(LatentW(base, dist.Normal(0.0, 1.0)), sampler)
 
 
-def _latent_glm(n: int, joint: bool = False):
-    """RankTS(model=LaplaceGLM("logistic"), w=Normal(0, 1))'s posterior, or the joint
-    MAP Laplace approximation it was chosen over (``joint``)."""
+def _latent_glm(n: int, joint: bool = False, learnt: bool = False):
+    """RankTS(model=LaplaceGLM("logistic", prior_scale=1), w=Normal(0, 1))'s
+    posterior, the joint MAP Laplace approximation it was chosen over (``joint``),
+    or with the prior scale learnt (``learnt``: ``LaplaceGLM("logistic")``)."""
     import numpyro.distributions as dist
 
-    model = LatentLaplace(_laplace("logistic", 1.0, n), dist.Normal(0.0, 1.0))
+    scale = None if learnt else 1.0
+    model = LatentLaplace(_laplace("logistic", scale, n), dist.Normal(0.0, 1.0))
     return JointMAPDraws(model) if joint else LatentWDraws(model)
 
 
@@ -168,6 +170,10 @@ CASES: tuple[Case, ...] = (
     # RankTS runs), and the joint-MAP Laplace approximation it was chosen over
     Case("LatentLaplace-logistic", lambda s, n: _latent_glm(n), "approximate"),
     Case("LatentJointMAP-logistic", lambda s, n: _latent_glm(n, joint=True),
+         "approximate"),
+    # ... and RankTS(model=LaplaceGLM("logistic"), w=...)'s default: tau ~
+    # HalfCauchy(1) learnt on a grid with theta, w collapsed
+    Case("LatentLaplace-logistic-learnt", lambda s, n: _latent_glm(n, learnt=True),
          "approximate"),
     # ... and by the slice chain RankTS runs each round (a fresh chain, as NUTS)
     Case("LatentW-slice-chain",

@@ -32,36 +32,14 @@ import jax
 import jax.numpy as jnp
 
 from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
-from bayesrank.posteriors.scaled import LearntScaleLinear, default_hyperprior
+from bayesrank.posteriors.scaled import LearntScaleLinear
 from bayesrank.studies.calibration.generative import (
     Generative,
-    glm_generative,
+    laplace_learnt_generative,
     learnt_generative,
 )
 
 __all__ = ["ScaleDraws", "laplace_learnt_generative", "learnt_generative"]
-
-
-def laplace_learnt_generative(model: LearntScaleLaplace) -> Generative:
-    """The truth a learnt-scale Laplace GLM assumes: ``tau`` from its hyperprior,
-    ``theta ~ N(0, tau^2 I)``, rewards from the link's family; ``params["theta"]``
-    is (L, p + 1): theta with log tau appended."""
-    hyper = model.hyperprior if model.hyperprior is not None else default_hyperprior()
-    family = glm_generative(model.link.name)
-
-    def prior(key, L, p):
-        k_t, k_z = jax.random.split(key)
-        dtype = jnp.result_type(float)
-        tau = hyper.sample(k_t, (L,)).astype(dtype)
-        theta = tau[:, None] * jax.random.normal(k_z, (L, p), dtype)
-        return {"theta": jnp.concatenate([theta, jnp.log(tau)[:, None]], -1)}
-
-    def rewards(key, params, x):
-        return family.rewards(key, {"theta": params["theta"][:, :x.shape[-1]]}, x)
-
-    name = "HalfCauchy(1)" if model.hyperprior is None else type(hyper).__name__
-    return Generative(prior, rewards, f"tau ~ {name}, theta ~ N(0, tau^2 I), "
-                      + family.description.split(", ", 1)[1])
 
 
 class ScaleDraws:

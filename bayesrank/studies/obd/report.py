@@ -162,7 +162,7 @@ def _glm_c1_text(res) -> str:
     cfg = json.loads(res.attrs["config"])
     cfg.pop("seed", None)
     scfg = StudyConfig(**{**cfg, "w_max": tuple(cfg["w_max"])})
-    model = LaplaceGLM(link="logistic", n_max=1)
+    model = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=1)
 
     def c1_of(cls, **kw) -> str:
         # The constructor refuses a c1 that underflows (an infinite width).

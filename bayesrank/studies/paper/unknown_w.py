@@ -103,12 +103,13 @@ def policies(env, *, delta: float = 0.1) -> dict:
 
 def glm_policies(env, *, delta: float = 0.1, n_max: int = 3_000) -> dict:
     """``{name: factory(seed)}`` of the logistic part: every posterior a
-    ``LaplaceGLM("logistic", n_max=n_max)`` (size the buffer to the horizon)."""
+    ``LaplaceGLM("logistic", prior_scale=1.0, n_max=n_max)`` (size the buffer to the
+    horizon; the fixed scale these results were run with)."""
     V, w, v0, L = env.items, env.w, env.v0, env.L
     alpha = authors_alpha(delta)
 
     def lap():
-        return LaplaceGLM("logistic", n_max=n_max)
+        return LaplaceGLM("logistic", prior_scale=1.0, n_max=n_max)
 
     return {
         "RankTS (known w)": lambda s: RankTS(model=lap(), items=V, w=w, v0=v0, seed=s),
@@ -266,7 +267,7 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         rows = summary_table(ds)
         model = None
         if glm:
-            model = LaplaceGLM(link, n_max=cfg["T"])
+            model = LaplaceGLM(link, prior_scale=1.0, n_max=cfg["T"])
         track = w_tracking(env, cfg["T"], cfg["track_runs"], seed=seed, model=model)
         _w_figure(track, out / f"unknown_w_{tag}_w.png",
                   f"Posterior of w, RankTS(w=Normal(0, {PRIOR_SD:g})), d={d}, {link}: "

@@ -140,7 +140,7 @@ def test_latent_laplace_is_calibrated_and_the_joint_map_is_not():
     from bayesrank.posteriors import LaplaceGLM, LatentLaplace
     from bayesrank.studies.calibration.latent import JointMAPDraws
 
-    model = LatentLaplace(LaplaceGLM("logistic", n_max=50), PRIOR_W)
+    model = LatentLaplace(LaplaceGLM("logistic", prior_scale=1.0, n_max=50), PRIOR_W)
     kw = {"design": Design(), "n_obs": 50, "n_sims": 400, "draws": 19}
     assert p_value(sbc(LatentWDraws(model), **kw)) > 0.01
     assert p_value(sbc(JointMAPDraws(model), **kw)) < 0.01
