@@ -442,9 +442,6 @@ def test_the_check_rule_sees_what_it_forbids(tmp_path):
 MAX_LINES = 450
 #: The reason line: within a module's first three lines, followed by the reason.
 REASON = "# Over 450 lines because:"
-#: Modules over the cap that another change of issue 47 is splitting now; this list
-#: may only shrink (empty it when that change lands).
-PENDING_SPLIT = {"bayesrank/posteriors/laplace.py"}
 
 
 def over_the_cap(pkg_dir: Path, max_lines: int = MAX_LINES) -> list[str]:
@@ -463,10 +460,7 @@ def over_the_cap(pkg_dir: Path, max_lines: int = MAX_LINES) -> list[str]:
 
 
 def test_no_module_is_over_the_line_cap_without_a_reason():
-    found = over_the_cap(PKG)
-    assert [f for f in found if f.split(" ")[0] not in PENDING_SPLIT] == [], found
-    done = PENDING_SPLIT - {f.split(" ")[0] for f in found}
-    assert not done, f"split now: remove {sorted(done)} from PENDING_SPLIT"
+    assert over_the_cap(PKG) == []
 
 
 def test_the_line_cap_check_sees_a_long_module(tmp_path):
