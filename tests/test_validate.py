@@ -236,7 +236,7 @@ BOOL_ARRAYS = {
                                                 np.ones(2)),
     "ope.as_log(v0)": lambda: br.ope.as_log(np.array([[0, 1]]), np.ones((1, 2)),
                                             np.ones(2, bool), K=2),
-    "PBMUCB(examination)": lambda: br.PBMUCB(5, 2, np.ones(2, bool)),
+    "PBMUCB(examination)": lambda: br.PBMUCB(5, L=2, examination=np.ones(2, bool)),
 }
 
 

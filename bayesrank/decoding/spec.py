@@ -83,7 +83,19 @@ class DecodeSpec(NamedTuple):
 
 
 class SeparableTables(NamedTuple):
-    """Positions 2..L of scores ``A[l, j] + B[l, i]`` (each (L-1, K))."""
+    """Positions 2..L of scores ``A[l, j] + B[l, i]`` (each (L-1, K)).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from bayesrank.decoding import decode_tables
+        >>> from bayesrank.decoding.spec import DecodeSpec, SeparableTables
+        >>> first, mask = jnp.array([0.0, 0.1, 0.3]), jnp.ones(3, bool)  # L = 2, K = 3
+        >>> A, B = jnp.array([[0.0, 1.0, 0.5]]), jnp.array([[0.2, 0.0, 0.0]])
+        >>> items, value = decode_tables(DecodeSpec("separable"), first,
+        ...                              SeparableTables(A, B), mask)
+        >>> items.tolist(), round(float(value), 2)          # 0.3 + (1.0 + 0.0)
+        ([2, 1], 1.3)
+    """
 
     A: Any  # (L-1, K) the part of position l's score that depends on the item there
     B: Any  # (L-1, K) the part that depends on the item before it
@@ -91,14 +103,42 @@ class SeparableTables(NamedTuple):
 
 class MonotoneTables(NamedTuple):
     """Positions 2..L of scores ``f(A[l, j] + B[l, i])``, f the spec's link
-    (nondecreasing)."""
+    (nondecreasing).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from bayesrank.decoding import decode_tables
+        >>> from bayesrank.decoding.spec import DecodeSpec, MonotoneTables
+        >>> first, mask = jnp.array([0.0, 0.1, 0.3]), jnp.ones(3, bool)  # L = 2, K = 3
+        >>> A, B = jnp.array([[0.0, 1.0, 0.5]]), jnp.array([[0.2, 0.0, 0.0]])
+        >>> spec = DecodeSpec("monotone")                   # the identity link
+        >>> items, value = decode_tables(spec, first, MonotoneTables(A, B), mask)
+        >>> items.tolist(), round(float(value), 2)
+        ([2, 1], 1.3)
+    """
 
     A: Any  # (L-1, K)
     B: Any  # (L-1, K)
 
 
 class BonusTables(NamedTuple):
-    """Positions 2..L of optimistic scores ``f(A_j + B_i + c ||Ua_j + Ub_i||)``."""
+    """Positions 2..L of optimistic scores ``f(A_j + B_i + c ||Ua_j + Ub_i||)``.
+
+    Example:
+        A width of 0.8 along item 2's direction makes it the optimistic choice at
+        position 2 too (0.5 + 0.8 > 1.0):
+
+        >>> import jax.numpy as jnp
+        >>> from bayesrank.decoding import decode_tables
+        >>> from bayesrank.decoding.spec import DecodeSpec, BonusTables
+        >>> first, mask = jnp.array([0.0, 0.1, 0.3]), jnp.ones(3, bool)  # L = 2, K = 3
+        >>> A, B = jnp.array([[0.0, 1.0, 0.5]]), jnp.array([[0.2, 0.0, 0.0]])
+        >>> Ua, Ub = jnp.array([[[0.0, 0.0, 1.0]]]), jnp.zeros((1, 1, 3))  # q = 1
+        >>> items, value = decode_tables(DecodeSpec("bonus"), first,
+        ...                              BonusTables(A, B, Ua, Ub, jnp.array([0.8])), mask)
+        >>> items.tolist(), round(float(value), 2)          # 0.3 + (0.5 + 0.8)
+        ([2, 2], 1.6)
+    """
 
     A: Any  # (L-1, K) estimate part of the item at position l
     B: Any  # (L-1, K) estimate part of the item before it
@@ -109,7 +149,22 @@ class BonusTables(NamedTuple):
 
 class WindowScores(NamedTuple):
     """All L tables of a window of S-1 previous items (layout of
-    :func:`bayesrank.decoding.window.window_decode`)."""
+    :func:`bayesrank.decoding.window.window_decode`).
+
+    Example:
+        S = 2: position 1's (K,) scores and position 2's dense (K, K) table:
+
+        >>> import jax.numpy as jnp
+        >>> from bayesrank.decoding import decode_tables
+        >>> from bayesrank.decoding.spec import DecodeSpec, WindowScores
+        >>> first, mask = jnp.array([0.0, 0.1, 0.3]), jnp.ones(3, bool)  # L = 2, K = 3
+        >>> A, B = jnp.array([[0.0, 1.0, 0.5]]), jnp.array([[0.2, 0.0, 0.0]])
+        >>> pairs = A[0][None, :] + B[0][:, None]           # pairs[i, j]
+        >>> items, value = decode_tables(DecodeSpec("window"), None,
+        ...                              WindowScores([first, pairs]), mask)
+        >>> items.tolist(), round(float(value), 2)
+        ([2, 1], 1.3)
+    """
 
     scores: Any  # a list of L arrays; scores[l] has min(l, S-1) + 1 axes of length K
 

@@ -58,7 +58,7 @@ def relaxation_model():
 
     Example:
         >>> from bayesrank.policies.gen_ucb import relaxation_model
-        >>> type(relaxation_model().prior_scale).__name__
+        >>> type(relaxation_model().hyperprior).__name__
         'HalfNormal'
     """
     import numpyro.distributions as dist
