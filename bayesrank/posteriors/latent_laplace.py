@@ -75,9 +75,12 @@ class LatentLaplaceState(NamedTuple):
         >>> import numpyro.distributions as dist
         >>> from bayesrank.posteriors import LaplaceGLM, LatentLaplace
         >>> m = LatentLaplace(LaplaceGLM("logistic", n_max=20), dist.Normal(0.0, 1.0))
-        >>> state = m.init(L=3, p=4)
+        >>> state = m.init(L=3, p=4)               # tau learnt: one set per grid node
         >>> state.Saa.shape, state.fit.x.shape
-        ((3, 2, 2), (3, 20, 4))
+        ((3, 24, 2, 2), (3, 20, 4))
+        >>> fixed = LatentLaplace(LaplaceGLM("logistic", 1.0, n_max=20), dist.Normal(0.0, 1.0))
+        >>> fixed.init(L=3, p=4).Saa.shape
+        (3, 2, 2)
     """
 
     Saa: jax.Array  # (L, d, d) the a-a block of H_L

@@ -284,7 +284,7 @@ def test_rankucb_selects_the_dense_dp_list_through_the_c_kernel():
     rng = np.random.default_rng(0)
     lists = rng.integers(0, 600, size=(40, 4))
     pol.update(lists, np.asarray(env.sample(jax.random.key(0), lists)))
-    assert decoder.use_fast(pol.core.tables, 600)
+    assert decoder.use_fast(pol.core.tables.spec(False), 600)
     tabs = pol.core.tables
     pol.select()
     rest = tabs.rest(pol._last.params, pol.state.items)
