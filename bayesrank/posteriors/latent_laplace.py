@@ -133,8 +133,8 @@ class LatentLaplace(LatentW):
         super().__init__(prior, w_prior, slice_steps=slice_steps)
         #: the model as given (``config`` saves it)
         self.glm = base
-        #: the Laplace fit over the pair features (a learnt scale: one per tau node,
-        #: each expanded at its own MAP)
+        #: the Laplace fit over the pair features (with a learnt scale, one fit per
+        #: tau node, each expanded at its own MAP)
         self.laplace = base
         self.link = base.link
         self.reward_support = base.reward_support
