@@ -11,10 +11,11 @@ import xarray as xr
 
 from bayesrank._version import __version__
 
-__all__ = ["results_dataset"]
+__all__ = ["results_dataset", "versions"]
 
 
-def _versions() -> dict:
+def versions() -> dict:
+    """The versions of bayesrank and of the libraries its results depend on."""
     import numpyro
 
     return {
@@ -52,7 +53,7 @@ def results_dataset(names, runs, T, env, seed, regret, reward, lists, seconds, r
     }
     ds = xr.Dataset(data, coords=coords)
     ds.attrs["config"] = json.dumps(config)
-    ds.attrs["versions"] = json.dumps(_versions())
+    ds.attrs["versions"] = json.dumps(versions())
     ds["regret"].attrs["long_name"] = "pseudo-regret per round"
     ds["reward"].attrs["long_name"] = "realised total reward per round"
     ds["seconds"].attrs["units"] = "s"

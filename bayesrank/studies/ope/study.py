@@ -46,9 +46,9 @@ import numpy as np
 
 from bayesrank import ope
 from bayesrank._progress import progress as progress_bar
-from bayesrank._version import __version__
 from bayesrank.ope.estimators import fit_inputs_model
 from bayesrank.ope.protocol import PSCORE_OF
+from bayesrank.simulation.dataset import versions as _versions
 from bayesrank.studies import store
 from bayesrank.studies.ope import obd as ope_obd
 from bayesrank.studies.ope import report as ope_report
@@ -301,18 +301,6 @@ def position_ips_limit(env, logger, target) -> float:
         joint = ps["pscore_pair"][:, l]  # P(a^{l-1} = i, a^l = b_l)
         total += float(joint @ means / ps["pscore_position"][0, l])
     return total
-
-
-def _versions() -> dict:
-    import jax
-    import xarray as xr
-
-    return {
-        "bayesrank": __version__,
-        "jax": jax.__version__,
-        "numpy": np.__version__,
-        "xarray": xr.__version__,
-    }
 
 
 def _progress(total: int, enabled: bool):
