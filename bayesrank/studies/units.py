@@ -26,7 +26,9 @@ writes ``units.nc`` (xarray), ``units.md`` (the tables) and ``units.png``.
 "logistic")``, files ``units_logistic.*``): the same generator with the logistic link
 and w_max = 1 (Bernoulli clicks, ``P(click) = sigmoid(c <theta, x>)``), theta alone
 rescaled by c from 0.1 to 3 (clicks have no units: c changes how sharp the clicks are,
-so the regret is not divided by c). Known w. The priors: ``default``
+so the regret is not divided by c). Known and latent w (``LatentLaplace``: the
+Laplace likelihood in the 2d relaxation; with the learnt tau, one expansion per tau
+node). The priors: ``default``
 ``LaplaceGLM(prior_scale=None)`` (tau learnt under HalfCauchy(1) by the Laplace
 evidence), ``old default`` ``LaplaceGLM(prior_scale=1)``, ``oracle``
 ``LaplaceGLM(prior_scale=c sqrt(1 / (2 d)))`` (the rms of the generator's per-coordinate
@@ -52,7 +54,7 @@ from bayesrank.posteriors.latent_w import LatentW
 from bayesrank.simulation.checkpoints import segment
 from bayesrank.simulation.env import RankingEnv
 
-__all__ = ["SCALES", "run_units_study", "units_cells"]
+__all__ = ["SCALES", "merge_cells", "run_units_study", "units_cells"]
 
 #: study scale -> (K, d, checkpoint rounds, runs, factors c, draws per interval)
 SCALES = {
@@ -60,9 +62,14 @@ SCALES = {
               "cs": (0.01, 1.0, 100.0), "draws": 200},
     "full": {"K": 100, "d": 10, "rounds": (100, 1000, 3000), "runs": 20,
              "cs": (0.01, 0.1, 1.0, 10.0, 100.0), "draws": 400},
+    # the full instance over fewer rounds and runs (the latent-w logistic rows: a
+    # learnt-tau LatentLaplace round costs about 0.45 s for 10 runs on one core)
+    "medium": {"K": 100, "d": 10, "rounds": (100, 1000), "runs": 10,
+               "cs": (0.01, 0.1, 1.0, 10.0, 100.0), "draws": 400},
 }
 #: the logistic rows: their own factors c and the paper generator's w_max
-LOGISTIC = {"quick": {"cs": (0.1, 1.0, 3.0)}, "full": {"cs": (0.1, 0.3, 1.0, 3.0)}}
+LOGISTIC = {"quick": {"cs": (0.1, 1.0, 3.0)}, "medium": {"cs": (0.1, 0.3, 1.0, 3.0)},
+            "full": {"cs": (0.1, 0.3, 1.0, 3.0)}}
 LOGISTIC_W_MAX = 1.0
 PRIORS = ("default", "old default", "oracle")
 W_PRIOR_SD = 5.0
@@ -132,17 +139,24 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
     ``priors`` (default :data:`PRIORS`): names of the three priors above, or a dict
     name -> ``(c, d) -> model`` (e.g. other hyperpriors); ``cs`` overrides the
     scale's factors; ``ws`` picks known and/or latent w. ``link="logistic"``: the
-    logistic rows of the module docstring (known w; ``regret`` is not divided by c).
+    logistic rows of the module docstring (``regret`` is not divided by c).
+
+    Every run's keys depend on ``seed`` and the run alone, not on the cell, so cells
+    run apart (one process each) and joined by :func:`merge_cells` equal one call.
     """
     import numpyro.distributions as dist
 
     if link not in ("identity", "logistic"):
         raise ValueError(f"link: expected 'identity' or 'logistic', got {link!r}")
+    if scale not in SCALES:
+        raise ValueError(f"scale: expected one of {sorted(SCALES)}, got {scale!r}")
+    bad = [w for w in ws if w not in ("known", "latent")]
+    if bad or not ws:
+        raise ValueError(f"ws: expected 'known' and/or 'latent', got {ws!r}")
     cfg = SCALES[scale]
     logistic = link == "logistic"
     if logistic:
         cfg = {**cfg, **LOGISTIC.get(scale, {})}
-        ws = ("known",)
     base = RankingEnv.paper(seed=0, K=cfg["K"], L=4, d=cfg["d"],
                             w_max=LOGISTIC_W_MAX if logistic else 10.0, link=link)
     rounds, runs = cfg["rounds"], cfg["runs"]
@@ -200,6 +214,43 @@ def units_cells(scale: str = "full", *, seed: int = 0, progress: bool = True,
         attrs={"scale": scale, "seed": seed, "K": cfg["K"], "d": cfg["d"], "L": 4,
                "link": link, "regret_over_c": int(not logistic),
                "level": LEVEL, "w_prior": f"Normal(0, {W_PRIOR_SD})"})
+
+
+def merge_cells(pieces) -> xr.Dataset:
+    """Join :func:`units_cells` Datasets run apart (each a few cells of one scale,
+    seed and link) into one, ordered as one call orders them (w known then latent,
+    the priors in :data:`PRIORS` order, c ascending).
+
+    Raises:
+        ValueError: pieces of different scales, seeds or links, or two pieces
+            holding the same cell.
+    """
+    pieces = list(pieces)
+    if not pieces:
+        raise ValueError("pieces: expected at least one units_cells Dataset")
+    keys = ("scale", "seed", "link")
+    first = {k: pieces[0].attrs.get(k) for k in keys}
+    for ds in pieces[1:]:
+        other = {k: ds.attrs.get(k) for k in keys}
+        if other != first:
+            raise ValueError(f"pieces: expected one scale, seed and link, got {first} "
+                             f"and {other}")
+    cells = [(str(w), str(p), float(c)) for ds in pieces for w in ds["w"].values
+             for p in ds["prior"].values for c in ds["c"].values]
+    if len(set(cells)) != len(cells):
+        raise ValueError("pieces: two pieces hold the same (w, prior, c) cell")
+    bare = []
+    for d in pieces:
+        d = d.copy()
+        d.attrs = {}  # the seconds and the like differ between pieces
+        bare.append(d)
+    ds = xr.merge(bare, join="outer", compat="no_conflicts")
+    order = {n: i for i, n in enumerate(PRIORS)}
+    prior = sorted((str(p) for p in ds["prior"].values), key=lambda p: (order.get(p, 99), p))
+    w = [x for x in ("known", "latent") if x in ds["w"].values]
+    ds = ds.reindex(w=w, prior=prior, c=sorted(ds["c"].values))
+    ds.attrs = dict(pieces[0].attrs)
+    return ds
 
 
 def _ci(x: np.ndarray) -> tuple[float, float, float]:
@@ -289,7 +340,11 @@ def figure(ds: xr.Dataset, path) -> None:
 def run_units_study(out="bayesrank-study-units", *, quick: bool = False,
                     seed: int = 0, link: str = "identity") -> Path:
     """Run the study and write ``units.nc``, ``units.md`` and ``units.png`` to out
-    (``units_logistic.*`` for ``link="logistic"``)."""
+    (``units_logistic.*`` for ``link="logistic"``).
+
+    Known and latent w. The logistic link's latent-w cells with the learnt tau cost
+    about 0.45 s a round for 10 runs on one core (hours at the full scale on 2 cores):
+    ``scripts/units_split.py`` runs one cell per process and merges them."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ds = units_cells("quick" if quick else "full", seed=seed, link=link)
@@ -297,11 +352,12 @@ def run_units_study(out="bayesrank-study-units", *, quick: bool = False,
     return out
 
 
-def write_outputs(ds: xr.Dataset, out) -> None:
+def write_outputs(ds: xr.Dataset, out, stem: str | None = None) -> None:
     """``<stem>.nc``, ``<stem>.md`` and ``<stem>.png`` of a study's Dataset in out
-    (stem ``units``, or ``units_logistic`` for the logistic rows)."""
+    (stem by default ``units``, or ``units_logistic`` for the logistic rows)."""
     out = Path(out)
-    stem = "units_logistic" if ds.attrs.get("link") == "logistic" else "units"
+    if stem is None:
+        stem = "units_logistic" if ds.attrs.get("link") == "logistic" else "units"
     ds.to_netcdf(out / f"{stem}.nc")
     (out / f"{stem}.md").write_text(report(ds) + "\n")
     figure(ds, out / f"{stem}.png")

@@ -50,7 +50,7 @@ def test_logistic_rows(monkeypatch_module, tmp_path):
     reported beside the old default's and the oracle's)."""
     monkeypatch_module.setitem(units.SCALES, "tiny", {
         "K": 8, "d": 3, "rounds": (10, 30), "runs": 2, "cs": (0.1, 3.0), "draws": 60})
-    ds = units.units_cells("tiny", link="logistic", progress=False)
+    ds = units.units_cells("tiny", link="logistic", ws=("known",), progress=False)
     assert list(ds["w"].values) == ["known"] and ds.attrs["link"] == "logistic"
     assert ds.attrs["regret_over_c"] == 0
     reg = ds["regret"].values
@@ -65,3 +65,35 @@ def test_logistic_rows(monkeypatch_module, tmp_path):
 def test_unknown_link_is_refused():
     with pytest.raises(ValueError, match="link: expected 'identity' or 'logistic'"):
         units.units_cells("quick", link="probit")
+
+
+def test_logistic_latent_cells_run_apart_equal_one_call(monkeypatch_module):
+    """Latent w with the logistic link (LatentLaplace; the learnt tau's per-node
+    expansions): cells run one by one and joined by merge_cells equal one call, cell
+    for cell, whatever order the pieces come in; w's intervals are recorded."""
+    monkeypatch_module.setitem(units.SCALES, "tiny", {
+        "K": 8, "d": 3, "rounds": (8, 16), "runs": 2, "cs": (0.3, 3.0), "draws": 40})
+    priors = ("default", "oracle")
+    whole = units.units_cells("tiny", link="logistic", ws=("latent",), priors=priors,
+                              progress=False)
+    pieces = [units.units_cells("tiny", link="logistic", ws=("latent",), priors=(p,),
+                                cs=(c,), progress=False)
+              for c in (3.0, 0.3) for p in priors[::-1]]
+    merged = units.merge_cells(pieces)
+    assert list(merged["prior"].values) == list(priors)
+    assert list(merged["c"].values) == [0.3, 3.0]
+    for var in ("regret", "cover_theta", "cover_w"):
+        np.testing.assert_array_equal(merged[var].values, whole[var].values)
+    cw = whole["cover_w"].values
+    assert np.all((cw >= 0) & (cw <= 1))  # latent w: w's intervals exist
+    with pytest.raises(ValueError, match="the same"):
+        units.merge_cells(pieces + pieces[:1])
+    with pytest.raises(ValueError, match="one scale, seed and link"):
+        units.merge_cells([pieces[0], pieces[1].assign_attrs(seed=5)])
+
+
+def test_bad_ws_and_scale_are_refused():
+    with pytest.raises(ValueError, match="ws: expected"):
+        units.units_cells("quick", ws=("unknown",))
+    with pytest.raises(ValueError, match="scale: expected one of"):
+        units.units_cells("huge")
