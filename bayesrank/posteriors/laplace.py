@@ -108,7 +108,8 @@ class LaplaceGLM(Part):
             counts), "identity" (Gaussian rewards with sd ``noise_scale``: exact,
             the same as :class:`~bayesrank.posteriors.gaussian.GaussianLinear`).
         prior_scale: None (the default) or a NumPyro distribution on (0, inf): s0
-            is learnt (HalfCauchy(1) for None) by the Laplace evidence on a grid,
+            is learnt (HalfNormal(1) for None, ``default_tau_hyperprior``: the
+            Laplace fit is over-confident at large s0) by the Laplace evidence on a grid,
             and the call builds a
             :class:`~bayesrank.posteriors.laplace_scaled.LearntScaleLaplace` (the
             identity link: ``GaussianLinear``'s exact learnt scale). A number s0 > 0:
@@ -148,6 +149,8 @@ class LaplaceGLM(Part):
                 return GaussianLinear(prior_scale=prior_scale, noise_scale=noise_scale)
             # checked as for a fixed scale, though only the identity link reads it
             check_real(noise_scale, "noise_scale", low=0, inclusive="neither")
+            if prior_scale is None:  # HalfNormal(1): where the Laplace fit holds
+                prior_scale = LEARNT_SCALE_CLASS.default_hyperprior()
             return LEARNT_SCALE_CLASS(link, prior_scale, **kwargs)
         return super().__new__(cls)
 

@@ -29,7 +29,7 @@ rescaled by c from 0.1 to 3 (clicks have no units: c changes how sharp the click
 so the regret is not divided by c). Known and latent w (``LatentLaplace``: the
 Laplace likelihood in the 2d relaxation; with the learnt tau, one expansion per tau
 node). The priors: ``default``
-``LaplaceGLM(prior_scale=None)`` (tau learnt under HalfCauchy(1) by the Laplace
+``LaplaceGLM(prior_scale=None)`` (tau learnt under HalfNormal(1) by the Laplace
 evidence), ``old default`` ``LaplaceGLM(prior_scale=1)``, ``oracle``
 ``LaplaceGLM(prior_scale=c sqrt(1 / (2 d)))`` (the rms of the generator's per-coordinate
 sd: LaplaceGLM takes one scale).

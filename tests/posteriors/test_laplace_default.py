@@ -40,7 +40,9 @@ def test_default_is_the_learnt_scale_and_its_map_node_is_sklearns_ridge_fit():
     from sklearn.linear_model import LogisticRegression
 
     model = LaplaceGLM("logistic", n_max=60)
-    assert type(model) is LearntScaleLaplace and model.hyperprior is None
+    assert type(model) is LearntScaleLaplace
+    assert type(model.hyperprior).__name__ == "HalfNormal"  # default_tau_hyperprior
+    assert float(model.hyperprior.scale) == 1.0
     rng = np.random.default_rng(3)
     X = rng.normal(size=(50, 3))
     y = (rng.uniform(size=50) < expit(X @ np.array([1.5, -1.0, 0.5]))).astype(float)
@@ -272,3 +274,33 @@ def test_gen_and_window_ucb_take_the_learnt_scale(kind):
     ratio = np.linalg.slogdet(lam[:, None, None] * np.eye(p) + S)[1] - p * np.log(lam)
     width = np.sqrt(lam) * pol._m2_width() + np.sqrt(2 * np.log(1 / pol.delta) + ratio)
     np.testing.assert_allclose(pol.width(), width, rtol=1e-10)
+
+
+def test_default_hyperprior_is_halfnormal_and_old_files_keep_halfcauchy():
+    """``LaplaceGLM()`` takes HalfNormal(1) (its grid from that distribution's 1 % and
+    99 % quantiles, computed here with NumPy's erf-free bisection of the CDF) and saves
+    it by name; a config saved under the former default (``prior_scale: null``) loads
+    as the HalfCauchy(1) model it was, grid and all."""
+    from math import erf, sqrt
+
+    from bayesrank.posteriors.laplace_scaled import tau_grid
+
+    new = LaplaceGLM("logistic")
+    cfg = new.config()
+    assert cfg["prior_scale"]["class"] == "HalfNormal"
+    back = LearntScaleLaplace.from_config(cfg)
+    np.testing.assert_array_equal(back.log_tau, new.log_tau)
+
+    def quantile(q):  # HalfNormal(1): CDF erf(t / sqrt 2)
+        lo, hi = 0.0, 10.0
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if erf(mid / sqrt(2.0)) < q else (lo, mid)
+        return lo
+
+    np.testing.assert_allclose(np.exp(new.log_tau[[0, -1]]),
+                               [quantile(0.01), quantile(0.99)], rtol=2e-3)
+    old = LearntScaleLaplace.from_config({**cfg, "prior_scale": None})
+    assert old.hyperprior is None
+    np.testing.assert_array_equal(old.log_tau, tau_grid(None)[0])
+    assert np.exp(old.log_tau[-1]) > 30  # HalfCauchy's 99 % quantile, 63.7

@@ -153,7 +153,7 @@ CASES: tuple[Case, ...] = (
          "approximate"),
     # prior sd 0.5 keeps the Poisson rates of the design mostly within [0.2, 5]
     Case("LaplaceGLM-exp", lambda s, n: _laplace("exp", 0.5, n), "approximate"),
-    # LaplaceGLM(prior_scale=None): tau ~ HalfCauchy(1) learnt by the Laplace evidence
+    # LaplaceGLM(prior_scale=None): tau ~ HalfNormal(1) learnt by the Laplace evidence
     # on its grid; ranks of theta and log tau
     Case("LaplaceGLM-logistic-learnt",
          lambda s, n: ScaleDraws(LaplaceGLM("logistic", prior_scale=None,
