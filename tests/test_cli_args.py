@@ -21,6 +21,7 @@ def _cli(*args, cwd):
     (("study",), "the following arguments are required: STUDY"),
     (("study", "x"), "argument STUDY: invalid choice: 'x'"),
     (("study", "units", "--link", "probit"), "argument --link: invalid choice: 'probit'"),
+    (("study", "units", "--w", "unknown"), "argument --w: invalid choice: 'unknown'"),
     (("demo", "--K", "0"), "argument --K: expected an integer >= 1, got 0"),
 ])
 def test_argument_errors_name_what_the_user_typed(args, words, tmp_path):
@@ -29,3 +30,27 @@ def test_argument_errors_name_what_the_user_typed(args, words, tmp_path):
     assert words in res.stderr, res.stderr
     assert " what" not in res.stderr and "name" not in res.stderr.split("error:")[-1]
     assert list(tmp_path.iterdir()) == []  # nothing started, nothing written
+
+
+def _study_args(name, **kw):
+    import argparse
+
+    base = dict(name=name, out=None, quick=True, seed=0, click_models=False,
+                link="identity", ws=None)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_w_reaches_the_units_study_and_only_it(monkeypatch, tmp_path):
+    """``bayesrank study units --w latent --link logistic`` runs the latent cells alone
+    (the runner receives ``ws``); ``--w`` on another study is refused before it starts."""
+    from bayesrank.studies import cli, units
+
+    seen = {}
+    monkeypatch.setattr(units, "run_units_study", lambda out, **kw: seen.update(kw))
+    cli.run(_study_args("units", out=tmp_path, ws=["latent"], link="logistic"))
+    assert seen == {"quick": True, "seed": 0, "link": "logistic", "ws": ("latent",)}
+    seen.clear()
+    cli.run(_study_args("units", out=tmp_path))
+    assert "ws" not in seen  # the runner's default: both
+    with pytest.raises(ValueError, match="--w: applies to the units study only"):
+        cli.run(_study_args("obd", ws=["known"]))

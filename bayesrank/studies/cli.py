@@ -60,6 +60,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     st.add_argument("--link", choices=("identity", "logistic"), default="identity",
                     help="units only: the link of the rescaled instance (default identity)")
+    st.add_argument("--w", nargs="+", choices=("known", "latent"), default=None,
+                    dest="ws", metavar="{known,latent}",
+                    help="units only: known and/or latent w (default both; the logistic "
+                    "link's latent cells take hours at full scale on 2 cores)")
     return st
 
 
@@ -86,9 +90,14 @@ def run(args) -> None:
     link = getattr(args, "link", "identity")
     if link != "identity" and args.name != "units":
         raise ValueError(f"--link: applies to the units study only, got STUDY {args.name!r}")
+    ws = getattr(args, "ws", None)
+    if ws is not None and args.name != "units":
+        raise ValueError(f"--w: applies to the units study only, got STUDY {args.name!r}")
     name = "ope-click" if click else args.name
     module, function = RUNNERS[name]
     runner = getattr(importlib.import_module(module), function)
-    extra = {"link": link} if name == "units" else {}
+    extra = {}
+    if name == "units":
+        extra = {"link": link} if ws is None else {"link": link, "ws": tuple(ws)}
     runner(args.out or Path(f"bayesrank-study-{name}"), quick=args.quick, seed=args.seed,
            **extra)

@@ -338,16 +338,17 @@ def figure(ds: xr.Dataset, path) -> None:
 
 
 def run_units_study(out="bayesrank-study-units", *, quick: bool = False,
-                    seed: int = 0, link: str = "identity") -> Path:
+                    seed: int = 0, link: str = "identity",
+                    ws=("known", "latent")) -> Path:
     """Run the study and write ``units.nc``, ``units.md`` and ``units.png`` to out
     (``units_logistic.*`` for ``link="logistic"``).
 
-    Known and latent w. The logistic link's latent-w cells with the learnt tau cost
+    Known and latent w (``ws``: one or both). The logistic link's latent-w cells cost
     about 0.45 s a round for 10 runs on one core (hours at the full scale on 2 cores):
     ``scripts/units_split.py`` runs one cell per process and merges them."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ds = units_cells("quick" if quick else "full", seed=seed, link=link)
+    ds = units_cells("quick" if quick else "full", seed=seed, link=link, ws=ws)
     write_outputs(ds, out)
     return out
 
