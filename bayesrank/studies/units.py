@@ -249,7 +249,8 @@ def merge_cells(pieces) -> xr.Dataset:
     prior = sorted((str(p) for p in ds["prior"].values), key=lambda p: (order.get(p, 99), p))
     w = [x for x in ("known", "latent") if x in ds["w"].values]
     ds = ds.reindex(w=w, prior=prior, c=sorted(ds["c"].values))
-    ds.attrs = dict(pieces[0].attrs)
+    # the study's attributes; a piece's own (its seconds, its device) are dropped
+    ds.attrs = {k: v for k, v in pieces[0].attrs.items() if k not in ("seconds", "device")}
     return ds
 
 
