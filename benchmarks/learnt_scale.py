@@ -6,8 +6,11 @@ most 1.5x at K = 100 and K = 10,000). Known w and latent w (``w=Normal(0, 5)``).
 
     python benchmarks/learnt_scale.py [--quick]
 
-Both are timed in the same run, alternating, as the median of jitted
-select-then-update rounds (the policy's functional core, as ``simulate`` runs it).
+Both are timed in the same run, alternating, two ways: the median of single jitted
+select-then-update calls (one round as a serving loop pays it, dispatch included), and
+the time per round of 200 rounds scanned inside one compiled program (as ``simulate``
+runs them: the model's arithmetic alone, where the fixed model's O(p^2) round is
+hardest to match).
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 from _common import machine, table, timeit
 
 import bayesrank as br
+from bayesrank.posteriors.scale_grid import GRID, grid_index, tridiagonal
 
 
 def _stepper(model, env, w):
@@ -43,7 +48,54 @@ def _stepper(model, env, w):
         state[0] = step(state[0], key)
         jax.block_until_ready(state[0])
 
-    return one
+    keys = jax.random.split(jax.random.key(7), SCANNED)
+    scanned = jax.jit(lambda s, ks: jax.lax.scan(lambda c, k: (step(c, k), None), s, ks)[0])
+    start = state[0]
+    jax.block_until_ready(scanned(start, keys))
+
+    def rounds():
+        jax.block_until_ready(scanned(start, keys))
+
+    return one, rounds
+
+
+#: rounds per compiled scan
+SCANNED = 200
+
+
+def _in_loop(op, x, n=200):
+    """Seconds per call of ``op(x)`` inside one compiled loop (each call depends on
+    the last, so nothing is hoisted or dispatched)."""
+    @jax.jit
+    def run(x):
+        def body(i, acc):
+            return acc + 1e-9 * op(x + acc * 1e-9).reshape(-1)[0]
+        return jax.lax.fori_loop(0, n, body, jnp.zeros((), x.dtype))
+    jax.block_until_ready(run(x))
+    return timeit(lambda: jax.block_until_ready(run(x)), repeat=20) / n
+
+
+def parts() -> list[dict]:
+    """The draw's building blocks for L = 4 positions of p = 10, in one loop."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 30, 10))
+    S = jnp.asarray(np.einsum("lni,lnj->lij", X, X), jnp.float32)
+    u, m0 = jnp.ones((4, 10), jnp.float32), jnp.zeros(10, jnp.float32)
+    logw = jnp.log(jnp.full((4, GRID), 1.0 / GRID, jnp.float32))
+    key = jax.random.key(0)
+    ops = {
+        "eigh (the summaries' route)": (lambda M: jnp.linalg.eigh(M)[0], S),
+        "LAPACK sytrd (jax.lax.linalg.tridiagonal)":
+            (lambda M: jax.lax.linalg.tridiagonal(M)[1], S),
+        "fused Householder (scale_grid.tridiagonal)":
+            (lambda M: jax.vmap(lambda a, b: tridiagonal(a, b, 0.0, m0).a)(M, u), S),
+        "Cholesky": (jnp.linalg.cholesky, S),
+        "categorical over 160 nodes (Gumbel)":
+            (lambda w: jax.random.categorical(key, w, -1).astype(w.dtype), logw),
+        "grid_index over 160 nodes": (lambda w: grid_index(key, w).astype(w.dtype), logw),
+    }
+    return [{"operation (4 positions)": name, "us": 1e6 * _in_loop(f, x)}
+            for name, (f, x) in ops.items()]
 
 
 def main(quick: bool = False) -> None:
@@ -54,15 +106,22 @@ def main(quick: bool = False) -> None:
         for wname, w in (("known", env.w), ("latent", dist.Normal(0.0, 5.0))):
             learnt = _stepper(br.GaussianLinear(), env, w)
             fixed = _stepper(br.GaussianLinear(prior_scale=1.0, noise_scale=1.0), env, w)
-            t_l, t_f = [], []
+            t_l, t_f, s_l, s_f = [], [], [], []
             for _ in range(3):  # alternate, so drift hits both alike
-                t_l.append(timeit(learnt, repeat=repeat))
-                t_f.append(timeit(fixed, repeat=repeat))
+                t_l.append(timeit(learnt[0], repeat=repeat))
+                t_f.append(timeit(fixed[0], repeat=repeat))
+                s_l.append(timeit(learnt[1], repeat=repeat // 30) / SCANNED)
+                s_f.append(timeit(fixed[1], repeat=repeat // 30) / SCANNED)
             tl, tf = np.median(t_l), np.median(t_f)
-            rows.append({"K": K, "w": wname, "fixed scales (us)": 1e6 * tf,
-                         "learnt scales (us)": 1e6 * tl, "ratio": tl / tf})
+            sl, sf = np.median(s_l), np.median(s_f)
+            rows.append({"K": K, "w": wname, "call: fixed (us)": 1e6 * tf,
+                         "call: learnt (us)": 1e6 * tl, "call ratio": tl / tf,
+                         "scanned: fixed (us)": 1e6 * sf, "scanned: learnt (us)": 1e6 * sl,
+                         "scanned ratio": sl / sf})
     print(f"machine: {machine()}\n")
     print(table(rows))
+    print()
+    print(table(parts()))
 
 
 if __name__ == "__main__":

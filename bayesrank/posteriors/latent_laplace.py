@@ -119,6 +119,10 @@ class LatentLaplace(LatentW):
         'probit'
     """
 
+    #: a learnt tau stays integrated out of the chain's density (one expansion per
+    #: node, :mod:`.latent_laplace_grid`)
+    moves_w_given_scale = False
+
     def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):
         learnt = isinstance(base, LearntScaleLaplace)
         if not (learnt or isinstance(base, LaplaceGLM)) or base.link.name == "identity":

@@ -65,6 +65,7 @@ from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownN
 from bayesrank.posteriors.latent_w_density import CollapsedDensity
 from bayesrank.posteriors.latent_w_summaries import LatentWSummaries
 from bayesrank.posteriors.linalg import half_logdet_quad
+from bayesrank.posteriors.scale_grid import grid_draw
 from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState
 from bayesrank.posteriors.slice_sampler import jump_then_slice
 from bayesrank.posteriors.w_prior import (
@@ -136,6 +137,9 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
     link = get_link("identity")
     reward_support = "real"
     vmappable = True
+    #: with a learnt scale, the chain draws g | w and moves w | g (False: it moves
+    #: w on the density with the scale integrated out, as LatentLaplace does)
+    moves_w_given_scale = True
 
     def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):
         if base is None:
@@ -270,18 +274,37 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         centred on the 2d relaxation's estimate of w (so that a chain caught in a far,
         negligible mode of the bilinear model leaves it), then ``slice_steps`` slice
         transitions (the kernel:
-        :func:`bayesrank.posteriors.slice_sampler.jump_then_slice`)."""
+        :func:`bayesrank.posteriors.slice_sampler.jump_then_slice`).
+
+        With a learnt-scale base the chain moves on (w, g): g is first drawn exactly
+        from ``p(g | w, D)`` on the base's grid (one tridiagonal reduction per
+        position), then the kernel moves w under ``p(w | g, D)`` (a Cholesky factor
+        per evaluation, as with a fixed scale). Each part leaves the joint posterior
+        invariant, so the pair does; g is not kept (it is redrawn from w each
+        round), and theta | w is then drawn with g integrated out again."""
         d = state.ba.shape[1]
         dtype = state.ba.dtype
         m0, P0 = self._theta_prior(d, dtype)
         stats = self._stats(state)
         L = state.w.shape[0]
+        # the conjugate learnt scale: g | w exactly on the base's grid, then w | g
+        given_g = self.learnt and self.moves_w_given_scale
+        if given_g:
+            key, k_g = jax.random.split(key)
+            logw = self.base._grid_posterior(self.given_w(state, state.w))[2]
+            c = jnp.exp(-2.0 * grid_draw(k_g, jnp.asarray(self.base.log_g, dtype), logw))
+        else:
+            c = jnp.zeros((L,), dtype)
 
-        def position(key, l, st, yy, n, w0, width):
+        def position(key, l, st, yy, n, w0, width, c):
+            def log_lik(x):
+                if given_g:
+                    return self._log_marginal_given_g(st, yy, n, x, c)
+                return self._log_marginal(st, yy, n, x, m0, P0)
+
             def logf(w):  # w: (k,) points of this position -> (k,)
                 lp = jax.vmap(lambda x: self.log_prior(jnp.broadcast_to(x, (L,)))[l])(w)
-                lm = jax.vmap(lambda x: self._log_marginal(st, yy, n, x, m0, P0))(w)
-                return lm + lp
+                return jax.vmap(log_lik)(w) + lp
 
             centre = self._relaxed_w(st, m0, P0)
             return jump_then_slice(key, logf, w0, width, centre,
@@ -289,7 +312,7 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
 
         keys = jax.random.split(key, L)
         return jax.vmap(position)(
-            keys, jnp.arange(L), stats, state.yy, state.n, state.w, state.width
+            keys, jnp.arange(L), stats, state.yy, state.n, state.w, state.width, c
         )
 
     def given_w(self, state: LatentWState, w) -> LearntScaleState:

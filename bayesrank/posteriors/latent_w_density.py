@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.linalg import half_logdet_quad
-from bayesrank.posteriors.scale_grid import grid_terms
+from bayesrank.posteriors.scale_grid import _centred, _grid_loglik, grid_loglik
 
 __all__ = ["CollapsedDensity"]
 
@@ -46,7 +46,7 @@ class CollapsedDensity:
         if self.learnt:  # g (and s) integrated on the base's grid
             base = self.base
             S = Saa + w * (Sap + Sap.T) + (w * w) * Spp
-            *_, loglik = grid_terms(S, ba + w * bp, yy, n, m0,
+            _, loglik = grid_loglik(S, ba + w * bp, yy, n, m0,
                                     jnp.asarray(base.log_g, S.dtype),
                                     base.learn_noise, base._sf(S.dtype))
             out = jax.scipy.special.logsumexp(jnp.asarray(base.log_w0, S.dtype)
@@ -60,6 +60,22 @@ class CollapsedDensity:
             a_n = self.base.a0 + 0.5 * n
             b_n = self.base.b0 + 0.5 * (yy + m0 @ P0 @ m0 - quad)
             out = -half_logdet - a_n * jnp.log(jnp.maximum(b_n, 1e-300))
+        return jnp.where(jnp.isfinite(out), out, -jnp.inf)
+
+    def _log_marginal_given_g(self, stats, yy, n, w, c):
+        """log p(y | w, g) (a learnt-scale base, c = 1/g^2), up to a constant in w:
+        theta (and s) integrated out at that one g, by the fused Cholesky factor of
+        ``S(w) + c I`` (the fixed-scale model's cost; the slice chain's move of w
+        given g)."""
+        base = self.base
+        Saa, Sap, Spp, ba, bp = stats
+        d = ba.shape[0]
+        S = Saa + w * (Sap + Sap.T) + (w * w) * Spp
+        A = None if base.shape is None else jnp.asarray(base.shape, S.dtype)
+        S, uc, qc = _centred(S, ba + w * bp, yy, base._m0(d, S.dtype), base._sf(S.dtype),
+                             A, jnp)
+        half, quad = half_logdet_quad(S + c * jnp.eye(d, dtype=S.dtype), uc)
+        _, out = _grid_loglik(half, quad, qc, n, base.learn_noise, jnp)
         return jnp.where(jnp.isfinite(out), out, -jnp.inf)
 
     def _stats(self, state):

@@ -23,9 +23,17 @@ quantiles. With running sums ``S = sum x x^T``, ``u = sum r x``, ``q = sum r^2``
                  = -1/2 sum_i log(1 + g^2 D_i) - beta(g) / (2 s^2)   (s known)
     beta(g) = q - sum_i z_i^2 / (D_i + 1/g^2)
 
-one O(p^3) eigendecomposition per position and round, then O(G p). A draw picks g
-from its grid posterior, s^2 ~ InvGamma(n/2, beta(g)/2) (s learnt), and
-``theta = m0 + U (z / (D + 1/g^2) + s eps / sqrt(D + 1/g^2))``. A position with no
+The summaries (``mean``, ``covariance``, ``noise_mean``, DataTrees) use these
+eigenpairs. A draw needs none: one O(p^3) Householder reduction per position and round
+to tridiagonal form ``T = Q^T S Q`` (:func:`.scale_grid.tridiagonal`, a quarter of an
+eigendecomposition's time), then the LDL^T recurrence of ``T + I/g^2`` at every node,
+O(G p), gives the same ``log p(y | g)``. A draw picks a node from the grid posterior
+and spreads it uniformly over the node's cell in log g (the piecewise-constant
+density the grid integrates: :func:`.scale_grid.grid_draw`), then
+s^2 ~ InvGamma(n/2, beta(g)/2) (s learnt), and theta ~ N(m0 + (S + I/g^2)^-1 u,
+s^2 (S + I/g^2)^-1) through the same factorisation of ``T + I/g^2``, whose pivots are
+kept >= 1/g^2 (a Cholesky factor of S + I/g^2 meets negative pivots in float32 where
+1/g^2 is below the rounding of S: NaN draws). A position with no
 observation yet (n = 0: Jeffreys' prior is improper there) draws with s^2 the mean
 squared (centred) reward of all positions, or 1 before any reward: a common factor of
 every theta, so its value does not change the list before data arrive.
@@ -74,8 +82,14 @@ from bayesrank.posteriors.scale_grid import (
     TAIL,
     _hyper_grid,
     valid_hyperprior,
+    _grid_loglik,
     default_hyperprior,
+    grid_draw,
     grid_terms,
+    tridiagonal,
+    tridiagonal_draw,
+    tridiagonal_loglik,
+    tridiagonal_quad,
 )
 from bayesrank.posteriors.scaled_datatree import _Shim, learnt_scale_datatree
 from bayesrank.posteriors.w_prior import (
@@ -84,8 +98,7 @@ from bayesrank.posteriors.w_prior import (
     prior_from_config,
 )
 
-# GRID, TAIL, valid_hyperprior, default_hyperprior and grid_terms live in
-# :mod:`.scale_grid` and are re-exported here (their old home).
+# (GRID ... grid_terms live in .scale_grid, re-exported here: their old home)
 __all__ = ["GRID", "TAIL", "LearntScaleLinear", "LearntScaleState", "valid_hyperprior",
            "default_hyperprior", "grid_terms", "is_learnt"]
 
@@ -261,49 +274,48 @@ class LearntScaleLinear(Part):
         return jnp.where(tot_n > 0, jnp.sum(qc) / jnp.maximum(tot_n, 1e-30) / sf**2,
                          jnp.ones((), dtype))
 
+    def _grid_posterior(self, state: LearntScaleState):
+        """Every position's :class:`~.scale_grid.Tridiagonal` form, ``beta (L, G)``
+        and the grid posterior's normalised log weights ``(L, G)`` (from
+        :func:`.scale_grid.tridiagonal_loglik`: no eigendecomposition)."""
+        p = state.u.shape[-1]
+        dtype = state.u.dtype
+        m0, sf = self._m0(p, dtype), self._sf(dtype)
+        A = None if self.shape is None else jnp.asarray(self.shape, dtype)
+        tri = jax.vmap(lambda S, u, q: tridiagonal(S, u, q, m0, sf, A))(
+            state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo)
+        log_g = jnp.asarray(self.log_g, dtype)
+        beta, loglik = jax.vmap(
+            lambda t, n: tridiagonal_loglik(t, n, log_g, self.learn_noise))(tri, state.n)
+        logits = jnp.asarray(self.log_w0, dtype)[None, :] + loglik
+        return tri, beta, logits - jax.scipy.special.logsumexp(logits, -1, keepdims=True)
+
     def _draw_parts(self, key, state, shape):
-        """Grid index, noise variance (over sf^2) and standard normals for draws of
-        the given leading shape (e.g. () or (n,)); arrays (*shape, L[, p])."""
-        U, _, z, denom, beta, logw = self._terms(state)
+        """log g (:func:`.scale_grid.grid_draw`), s^2 | g over sf^2 and standard
+        normals for draws of the given leading shape; arrays (*shape, L[, p])."""
         L, p = state.u.shape
         dtype = state.u.dtype
+        tri, _, logw = self._grid_posterior(state)
         k_g, k_s, k_e = jax.random.split(key, 3)
-        k = jax.random.categorical(k_g, logw, axis=-1, shape=(*shape, L))
+        log_g = grid_draw(k_g, jnp.asarray(self.log_g, dtype), logw, shape)
         if self.learn_noise:
-            a = 0.5 * state.n
-            b = 0.5 * jnp.take_along_axis(
-                jnp.broadcast_to(beta, (*shape, *beta.shape)), k[..., None], -1)[..., 0]
-            gam = jax.random.gamma(k_s, jnp.maximum(a, 1e-3), (*shape, L), dtype)
-            s2 = jnp.where(state.n > 0, b / gam, self._fallback_var(state))
+            quad = tridiagonal_quad(tri, jnp.exp(-2.0 * log_g))
+            beta = _grid_loglik(0.0, quad, tri.qc, state.n, True, jnp)[0]
+            gam = jax.random.gamma(k_s, jnp.maximum(0.5 * state.n, 1e-3), (*shape, L),
+                                   dtype)
+            s2 = jnp.where(state.n > 0, 0.5 * beta / gam, self._fallback_var(state))
         else:
             s2 = jnp.ones((*shape, L), dtype)
         eps = jax.random.normal(k_e, (*shape, L, p), dtype)
-        S = state.S + state.S_lo
-        if self.shape is not None:
-            A = jnp.asarray(self.shape, dtype)
-            S = jnp.swapaxes(A, -1, -2) @ S @ A
-        return (U, z, denom, S), k, s2, eps
+        return tri, log_g, s2, eps
 
-    def _theta(self, parts, k, s2, eps):
-        """theta from the grid index k, s^2 and standard normals eps (..., L, p).
-
-        The mean ``(S + I/g^2)^-1 u`` comes from the eigenpairs (unique whatever
-        their signs); the spread is drawn through the Cholesky factor of ``S + I/g^2``,
-        so a draw does not depend on the arbitrary signs or the basis of repeated
-        eigenvalues that an eigendecomposition returns (they differ between
-        programs, devices and JAX versions)."""
-        U, z, denom, S = parts
-        den = jnp.take_along_axis(
-            jnp.broadcast_to(denom, (*k.shape[:-1], *denom.shape)),
-            k[..., None, None], axis=-2)[..., 0, :]  # (..., L, p)
-        mean = jnp.einsum("lij,...lj->...li", U, z / den)
-        inv_g2 = jnp.exp(-2.0 * jnp.asarray(self.log_g, S.dtype))[k]  # (..., L)
-        p = S.shape[-1]
-        P = S + inv_g2[..., None, None] * jnp.eye(p, dtype=S.dtype)
-        C = jnp.linalg.cholesky(P)
-        spread = jax.lax.linalg.triangular_solve(
-            C, eps[..., None], left_side=True, lower=True, transpose_a=True)[..., 0]
-        return self._to_theta(mean + jnp.sqrt(s2)[..., None] * spread)
+    def _theta(self, tri, log_g, s2, eps):
+        """theta from log g, s^2 and standard normals eps (..., L, p):
+        N((S + I/g^2)^-1 u, s^2 (S + I/g^2)^-1) through the positions' shared
+        tridiagonal form (:func:`.scale_grid.tridiagonal_draw`: no Cholesky, whose
+        pivots float32 rounding can make negative where 1/g^2 is tiny)."""
+        return self._to_theta(tridiagonal_draw(tri, jnp.exp(-2.0 * log_g), jnp.sqrt(s2),
+                                               eps))
 
     def _to_theta(self, zeta):
         """theta = m0 + sf A zeta for whitened coordinates zeta (..., p)."""
@@ -331,9 +343,9 @@ class LearntScaleLinear(Part):
         """n independent draws with their scales: ``theta (n, L, p)``, ``g (n, L)``
         (theta's prior sd over the noise sd) and ``s (n, L)`` (the noise sd: the
         known one where it is a number)."""
-        parts, k, s2, eps = self._draw_parts(key, state, (int(n),))
-        g = jnp.exp(jnp.asarray(self.log_g, s2.dtype))[k]
-        return self._theta(parts, k, s2, eps), g, jnp.sqrt(s2) * self._sf(s2.dtype)
+        parts, log_g, s2, eps = self._draw_parts(key, state, (int(n),))
+        return (self._theta(parts, log_g, s2, eps), jnp.exp(log_g),
+                jnp.sqrt(s2) * self._sf(s2.dtype))
 
     def scale_posterior(self, state: LearntScaleState):
         """The grid posterior of g per position: ``(g (G,), weights (L, G))``."""

@@ -26,21 +26,20 @@ def test_the_default_is_the_relaxation_model():
                    None) is None
 
 
-@pytest.mark.heavy  # 3 policies compiled, 2 x 600 rounds
+@pytest.mark.heavy  # 2 policies compiled, 3 x 600 rounds
 def test_gen_rank_ts_default_learns_in_any_units():
     """In the paper's units the fixed N(0, I) prior learns; the default matches it
-    there and at c = 0.01 and 100 (identical lists: its regret / c is the same),
-    while HalfCauchy(1) (the conjugate default) does not learn here."""
+    there and at c = 0.01 and 100 (identical lists: its regret / c is the same).
+    Why HalfNormal(1) rather than the conjugate default HalfCauchy(1): measured by
+    scripts/relaxation_hyperprior.py (docs/design-choices.md), not asserted here
+    (over 2 runs the gap swings between 1.25x and 1.55x the fixed prior's regret)."""
     T, runs = 600, 2
     env1 = _rescaled(1.0)
     ref = br.simulate(env1, {"fixed": lambda s: br.GenRankTS(
         env1.items, L=4, v0=env1.v0, model=GaussianLinear(prior_scale=1.0,
-                                                          noise_scale=1.0), seed=s),
-        "HalfCauchy(1)": lambda s: br.GenRankTS(env1.items, L=4, v0=env1.v0,
-                                                 model=GaussianLinear(), seed=s)},
+                                                          noise_scale=1.0), seed=s)},
         T=T, runs=runs, seed=0, progress=False)
     fixed = float(ref.regret.sel(policy="fixed").sum("round").mean())
-    cauchy = float(ref.regret.sel(policy="HalfCauchy(1)").sum("round").mean())
     got = []
     for c in (0.01, 100.0):
         env = _rescaled(c)
@@ -49,4 +48,3 @@ def test_gen_rank_ts_default_learns_in_any_units():
         got.append(float(ds.regret.sum("round").mean()) / c)
     np.testing.assert_allclose(got[0], got[1], rtol=1e-3)
     assert got[0] <= 1.25 * fixed, (got, fixed)
-    assert cauchy > 2.0 * fixed, (cauchy, fixed)  # why the relaxation has its own

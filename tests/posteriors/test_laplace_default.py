@@ -76,17 +76,18 @@ def _box(nt=401, nw=401):
     return np.linspace(-6, 6, nt)[:, None], np.linspace(-5, 5, nw)[None, :]
 
 
-def _half_cauchy(tau):
-    return np.log(2 / np.pi) - np.log1p(tau * tau)
+def _half_normal(tau):
+    """log density of HalfNormal(1), LaplaceGLM()'s hyperprior of tau."""
+    return 0.5 * np.log(2 / np.pi) - 0.5 * tau * tau
 
 
 def _exact_posterior(X, y, nt=161, nw=161, ng=41):
     """The true posterior's moments: logistic likelihood, theta ~ N(0, tau^2),
-    w ~ N(0, 1), tau ~ HalfCauchy(1), brute force on (theta, w, log tau)."""
+    w ~ N(0, 1), tau ~ HalfNormal(1), brute force on (theta, w, log tau)."""
     th, w = _box(nt, nw)
     eta = th[..., None] * (X[:, 0] + w[..., None] * X[:, 1])
     lik = np.sum(y * log_expit(eta) + (1 - y) * log_expit(-eta), -1) - 0.5 * w**2
-    lp = np.stack([lik - 0.5 * th**2 / t**2 - np.log(t) + _half_cauchy(t) + np.log(t)
+    lp = np.stack([lik - 0.5 * th**2 / t**2 - np.log(t) + _half_normal(t) + np.log(t)
                    for t in np.exp(np.linspace(np.log(1e-3), np.log(1e3), ng))])
     return _moments(lp, th, w)
 

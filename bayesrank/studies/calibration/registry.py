@@ -179,6 +179,9 @@ CASES: tuple[Case, ...] = (
     Case("LatentW-slice-chain",
          lambda s, n: _latent(_gl(prior_scale=1.0, noise_scale=1.0), "chain"), "mcmc",
          mcmc=True),
+    # ... with the scales learnt (the default): g | w drawn exactly, then w | g
+    Case("LatentW-learnt-slice-chain", lambda s, n: _latent(_gl(), "chain"), "mcmc",
+         mcmc=True),
     # the truth has noise sd 1; the model is told 0.5: over-confident, must fail
     Case("negative_control", lambda s, n: _gl(prior_scale=1.0, noise_scale=0.5),
          "negative", _negative_truth),

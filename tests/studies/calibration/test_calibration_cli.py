@@ -51,13 +51,21 @@ def test_exact_models_pass_and_the_negative_control_is_flagged(quick):
     assert not bool(dt["passed"].sel(model="negative_control"))
 
 
+#: coordinates per position beyond theta (and w) of the models whose draws carry
+#: their scales (ScaleDraws: log g and log s, log g alone, or log tau)
+SCALE_COORDINATES = {"GaussianLinear-learnt": 2, "GaussianLinear-learnt-prior-scale": 1,
+                     "LaplaceGLM-logistic-learnt": 1}
+
+
 @slow
 def test_every_model_node_holds_its_ranks_and_settings(quick):
     _, dt = quick
     s = registry.QUICK
     for name in dt["model"].values:
         # theta per position, and w_l too where w is latent (RankTS(w=<prior>))
-        D = s.design.L * (s.design.d + ("Latent" in name))
+        # ... and the learnt scales' coordinates: log g and log s, or log tau
+        scales = SCALE_COORDINATES.get(name, 0)
+        D = s.design.L * (s.design.d + ("Latent" in name) + scales)
         ds = dt[f"models/{name}"].to_dataset()
         ranks = ds["ranks"]
         assert ranks.dims == ("simulation", "coordinate")
