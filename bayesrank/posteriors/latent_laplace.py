@@ -119,8 +119,8 @@ class LatentLaplace(LatentW):
         'probit'
     """
 
-    #: a learnt tau stays integrated out of the chain's density (one expansion per
-    #: node, :mod:`.latent_laplace_grid`)
+    #: False, a learnt tau stays integrated out of the chain's density (one expansion
+    #: per node, in :mod:`.latent_laplace_grid`)
     moves_w_given_scale = False
 
     def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):

@@ -137,8 +137,9 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
     link = get_link("identity")
     reward_support = "real"
     vmappable = True
-    #: with a learnt scale, the chain draws g | w and moves w | g (False: it moves
-    #: w on the density with the scale integrated out, as LatentLaplace does)
+    #: True if, with a learnt scale, the chain draws g given w and then moves w given
+    #: g (False moves w on its density with the scale integrated out, as
+    #: LatentLaplace does)
     moves_w_given_scale = True
 
     def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):

@@ -272,15 +272,26 @@ def grid_loglik(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, A=None):
     return tridiagonal_loglik(tridiagonal(S, u, q, m0, sf, A), n, log_g, learn_noise)
 
 
+def _inverse_cdf(key, logw, shape):
+    """One uniform per draw located in the weights' running sum: the node index k
+    and the uniform's position within k's mass, itself Uniform(0, 1) given k."""
+    cdf = jnp.cumsum(jnp.exp(logw), axis=-1)
+    u = jax.random.uniform(key, (*shape, *logw.shape[:-1]), logw.dtype) * cdf[..., -1]
+    k = jnp.minimum(jnp.sum(cdf <= u[..., None], axis=-1), logw.shape[-1] - 1)
+    cdf = jnp.broadcast_to(cdf, (*k.shape, cdf.shape[-1]))
+    upper = jnp.take_along_axis(cdf, k[..., None], -1)[..., 0]
+    lower = jnp.where(k > 0, jnp.take_along_axis(cdf, jnp.maximum(k - 1, 0)[..., None],
+                                                 -1)[..., 0], 0.0)
+    mass = upper - lower
+    return k, jnp.clip((u - lower) / jnp.where(mass > 0, mass, 1.0), 0.0, 1.0)
+
+
 def grid_index(key, logw, shape=()):
     """Node indices drawn from normalised log weights ``logw (..., G)``: an array of
     shape ``(*shape, *logw.shape[:-1])``, by inverting the weights' running sum at
-    one uniform per draw (exact; ``jax.random.categorical``'s Gumbel trick draws G
-    variates per index and costs 7x more at G = 160)."""
-    cdf = jnp.cumsum(jnp.exp(logw), axis=-1)
-    u = jax.random.uniform(key, (*shape, *logw.shape[:-1]), logw.dtype) * cdf[..., -1]
-    k = jnp.sum(cdf <= u[..., None], axis=-1)
-    return jnp.minimum(k, logw.shape[-1] - 1)
+    one uniform per draw (exact, like ``jax.random.categorical``'s Gumbel trick,
+    which draws G variates per index)."""
+    return _inverse_cdf(key, logw, shape)[0]
 
 
 def grid_draw(key, log_g, logw, shape=()):
@@ -290,14 +301,13 @@ def grid_draw(key, log_g, logw, shape=()):
     grid's midpoint-rule weights. The truth is continuous; a draw confined to the
     nodes ranks against it as a step function of its cell, which simulation-based
     calibration detects (GaussianLinear-learnt's log g: p = 0.0014 at 1,000
-    simulations on the nodes). A one-node grid (a fixed scale) has no spread.
-    Shape ``(*shape, *logw.shape[:-1])``."""
-    k_node, k_cell = jax.random.split(key)
-    k = grid_index(k_node, logw, shape)
+    simulations on the nodes). One uniform per draw gives both the node and the
+    place in its cell (:func:`grid_index`'s, located within the node's mass). A
+    one-node grid (a fixed scale) has no spread. Shape ``(*shape, *logw.shape[:-1])``."""
+    k, frac = _inverse_cdf(key, logw, shape)
     if log_g.shape[-1] < 2:
         return log_g[k]
-    h = log_g[1] - log_g[0]
-    return log_g[k] + h * (jax.random.uniform(k_cell, k.shape, log_g.dtype) - 0.5)
+    return log_g[k] + (log_g[1] - log_g[0]) * (frac - 0.5)
 
 
 def grid_terms(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, xp=jnp, A=None):

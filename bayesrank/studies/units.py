@@ -286,10 +286,10 @@ def report(ds: xr.Dataset) -> str:
                 cells.append(f"{m:.1f} [{lo:.1f}, {hi:.1f}] ({np.mean(r) / np.mean(o):.2f}x)")
             lines.append(f"| {prior} | " + " | ".join(cells) + " |")
         lines.append("")
-        for var, what in (("cover_theta", "theta's"), ("cover_w", "w's")):
+        for var, whose in (("cover_theta", "theta's"), ("cover_w", "w's")):
             if np.all(np.isnan(ds[var].sel(w=w).values)):
                 continue
-            lines += [f"Coverage of {what} 90 % intervals (rounds "
+            lines += [f"Coverage of {whose} 90 % intervals (rounds "
                       f"{', '.join(str(r) for r in ds['round'].values)}):", "",
                       "| prior | " + " | ".join(f"c = {c:g}" for c in ds["c"].values)
                       + " |", "|---|" + "---|" * ds.sizes["c"]]

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.x64, pytest.mark.heavy]  # about 25 s: compiles 3 prio
 def cells(monkeypatch_module):
     monkeypatch_module.setitem(units.SCALES, "tiny", {
         "K": 8, "d": 3, "rounds": (10, 30), "runs": 2, "cs": (0.01, 100.0), "draws": 60})
-    return units.units_cells("tiny", ws=("known",), progress=False)
+    return units.units_cells("tiny", ws=("known", "latent"), progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +34,16 @@ def test_the_default_is_flat_in_the_units_and_the_old_default_is_not(cells):
                                   .values[1])
     old = reg.sel(prior="old default").values
     assert not np.allclose(old[0], old[1], rtol=0.05)
-    assert np.all(np.isnan(cells["cover_w"].values))  # w known: no w intervals
+    assert np.all(np.isnan(cells["cover_w"].sel(w="known").values))  # no w intervals
+    assert not np.any(np.isnan(cells["cover_w"].sel(w="latent").values))
 
 
 def test_report_and_figure(cells, tmp_path):
     text = units.report(cells)
     assert "known w: regret / c at round 30" in text and "| default |" in text
+    # every w's heading names the regret (the coverage tables once overwrote it)
+    for w in cells["w"].values:
+        assert f"## {w} w: regret / c at round 30" in text
     units.figure(cells, tmp_path / "u.png")
     assert (tmp_path / "u.png").stat().st_size > 10_000
 
