@@ -46,9 +46,10 @@ class CollapsedDensity:
         if self.learnt:  # g (and s) integrated on the base's grid
             base = self.base
             S = Saa + w * (Sap + Sap.T) + (w * w) * Spp
+            A = None if base.shape is None else jnp.asarray(base.shape, S.dtype)
             _, loglik = grid_loglik(S, ba + w * bp, yy, n, m0,
                                     jnp.asarray(base.log_g, S.dtype),
-                                    base.learn_noise, base._sf(S.dtype))
+                                    base.learn_noise, base._sf(S.dtype), A=A)
             out = jax.scipy.special.logsumexp(jnp.asarray(base.log_w0, S.dtype)
                                               + loglik)
             return jnp.where(jnp.isfinite(out), out, -jnp.inf)

@@ -296,3 +296,35 @@ def test_latent_w_with_learnt_scales_equals_quadrature():
     assert float(model.w_sd(state)[0]) == pytest.approx(ref_sd, rel=0.01)
     np.testing.assert_allclose(np.asarray(model.mean(state))[0], ref_theta,
                                rtol=2e-3, atol=2e-3 * c)
+
+
+def test_latent_w_with_a_per_coordinate_scale_equals_the_marginal():
+    """A fixed per-coordinate prior scale with the noise learnt and w latent: w's
+    collapsed density (the summaries') and the chain's density given g (one node, g =
+    1) both equal the n x n marginal likelihood with theta ~ N(0, s^2 diag(scale^2))."""
+    from bayesrank.posteriors import LatentW
+
+    rng = np.random.default_rng(5)
+    n, d = 12, 2
+    scale = np.array([0.5, 3.0])
+    a, prev = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    y = (a + 0.7 * prev) @ np.array([0.4, 2.0]) + 0.5 * rng.normal(size=n)
+    model = LatentW(GaussianLinear(prior_scale=scale), dist.Normal(0.0, 2.0))
+    state = model.init(1, 2 * d)
+    for t in range(n):
+        state = model.update(state, np.concatenate([a[t], prev[t]])[None], y[t:t + 1])
+    ws = np.linspace(-3.0, 3.0, 7)
+    ref = []
+    for w in ws:
+        X = a + w * prev
+        M = np.eye(n) + X @ np.diag(scale**2) @ X.T
+        ref.append(-0.5 * np.linalg.slogdet(M)[1] - 0.5 * n * np.log(y @ np.linalg.solve(M, y))
+                   + float(dist.Normal(0.0, 2.0).log_prob(w)))
+    ref = np.array(ref)
+    got = np.asarray(model.log_density(state, jnp.asarray(ws)[:, None]))[:, 0]
+    np.testing.assert_allclose(got - got[3], ref - ref[3], atol=1e-8)
+    stats = tuple(x[0] for x in model._stats(state))
+    given_g = np.array([float(model._log_marginal_given_g(stats, state.yy[0], state.n[0],
+                                                          w, 1.0)) for w in ws])
+    given_g += np.asarray(dist.Normal(0.0, 2.0).log_prob(jnp.asarray(ws)))
+    np.testing.assert_allclose(given_g - given_g[3], ref - ref[3], atol=1e-8)
