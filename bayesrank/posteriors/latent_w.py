@@ -65,7 +65,7 @@ from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownN
 from bayesrank.posteriors.latent_w_density import CollapsedDensity
 from bayesrank.posteriors.latent_w_summaries import LatentWSummaries
 from bayesrank.posteriors.linalg import half_logdet_quad
-from bayesrank.posteriors.scale_grid import grid_draw
+from bayesrank.posteriors.scale_grid import grid_index
 from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState
 from bayesrank.posteriors.slice_sampler import jump_then_slice
 from bayesrank.posteriors.w_prior import (
@@ -292,8 +292,11 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         given_g = self.learnt and self.moves_w_given_scale
         if given_g:
             key, k_g = jax.random.split(key)
+            # on the nodes: (node, w) then has one joint, the grid's, whose w-marginal
+            # is the collapsed density the summaries integrate (a draw spread over
+            # the node's cell would pair with p(w | g) from no single joint)
             logw = self.base._grid_posterior(self.given_w(state, state.w))[2]
-            c = jnp.exp(-2.0 * grid_draw(k_g, jnp.asarray(self.base.log_g, dtype), logw))
+            c = jnp.exp(-2.0 * jnp.asarray(self.base.log_g, dtype))[grid_index(k_g, logw)]
         else:
             c = jnp.zeros((L,), dtype)
 
