@@ -105,8 +105,13 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3,
                     help="processes per tree and cell (the first one cold)")
     ap.add_argument("--steady-rounds", type=int, default=30)
+    ap.add_argument("--quick", action="store_true",
+                    help="one family at K = 100, 2 processes per tree, 5 steady rounds")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.quick:
+        args.K, args.families = [100], args.families[:1]
+        args.repeats, args.steady_rounds = 2, 5
     if args.child:
         family, K, n = args.child
         print(json.dumps(child(family, int(K), int(n))))

@@ -68,10 +68,11 @@ DENSE_MAX = 3000
 
 
 class LogisticGaussian:
-    """The conjugate Gaussian posterior, its draws scored under the logistic link."""
+    """The conjugate Gaussian posterior (fixed scales, as these figures were measured:
+    the learnt default keeps no Gram factor), its draws scored under the logistic link."""
 
     def __init__(self):
-        self._m = GaussianLinear()
+        self._m = GaussianLinear(prior_scale=1.0, noise_scale=1.0)
         self.link = get_link("logistic")
         for name in ("init", "update", "mean", "draw", "gram", "check_rewards"):
             setattr(self, name, getattr(self._m, name))

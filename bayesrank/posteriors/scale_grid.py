@@ -180,7 +180,7 @@ def tridiagonal(S, u, q, m0, sf=1.0, A=None) -> Tridiagonal:
         V = jnp.zeros((0, p), S.dtype)
         return Tridiagonal(V, V[:, 0], jnp.diagonal(S), S[1:, 0][:p - 1], uc, qc)
     (T, z), (V, taus) = jax.lax.scan(_householder_step, (S, uc), jnp.arange(p - 2),
-                                     unroll=p - 2 if p <= 32 else 4)
+                                     unroll=1)
     e = jnp.diagonal(T, offset=-1)
     return Tridiagonal(V, taus, jnp.diagonal(T), e, z, qc)
 
@@ -204,7 +204,7 @@ def tridiagonal_loglik(tri: Tridiagonal, n, log_g, learn_noise: bool):
     y0 = jnp.broadcast_to(z[0], c.shape)
     carry = (d0, y0, 0.5 * jnp.log(d0 * g2), y0 * y0 / d0)
     if p > 1:
-        carry, _ = jax.lax.scan(pivot, carry, jnp.arange(1, p), unroll=min(p - 1, 16))
+        carry, _ = jax.lax.scan(pivot, carry, jnp.arange(1, p))
     _, _, half_logdet, quad = carry
     return _grid_loglik(half_logdet, quad, tri.qc, n, learn_noise, jnp)
 
