@@ -170,9 +170,9 @@ def tridiagonal(S, u, q, m0, sf=1.0, A=None) -> Tridiagonal:
     """One position's sums (centred at m0, over sf, whitened by A) reduced to
     tridiagonal form by p - 2 Householder reflections (jittable; ``vmap`` for more).
 
-    Written as whole-array steps rather than LAPACK's ``sytrd``: for 10 x 10
-    matrices XLA fuses them into a few loops, 2.2x faster on CPU than the library
-    call (which also leaves Q^T u to a second pass)."""
+    Written as whole-array steps in a rolled loop rather than LAPACK's ``sytrd``:
+    for four 10 x 10 matrices 2.3 us against 4.9 us on CPU (the library call also
+    leaves Q^T u to a second pass; ``benchmarks/learnt_scale.py``)."""
     S, uc, qc = _centred(S, u, q, m0, sf, A, jnp)
     p = S.shape[-1]
     S = 0.5 * (S + S.T)
