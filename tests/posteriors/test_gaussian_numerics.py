@@ -131,14 +131,17 @@ def test_stabilised_forgetting_equals_its_closed_form():
 def test_forgetting_recovers_from_drift_and_no_forgetting_does_not():
     """theta of every position changes sign half way: RankTS with discount 0.99
     recovers, the stationary model keeps showing the old best list (measured over
-    the last 100 of 800 rounds: 0.17 against 1.3 per round)."""
+    the last 100 of 800 rounds, float64: 0.26 against 1.25 per round)."""
     base = br.RankingEnv.paper(seed=3, K=10, L=2, d=5, w_max=1.0)
     after = br.RankingEnv(base.items, -base.theta, base.w, base.v0)
     pols = {
         "forget": br.RankTS(model=GaussianLinear(prior_scale=1.0, noise_scale=1.0,
                                                  discount=0.99), items=base.items,
                             w=base.w, v0=base.v0, seed=0),
-        "stationary": br.RankTS(items=base.items, w=base.w, v0=base.v0, seed=0),
+        # the same model without forgetting (not the learnt default, whose draws
+        # change with its own numerics)
+        "stationary": br.RankTS(model=GaussianLinear(prior_scale=1.0, noise_scale=1.0),
+                                items=base.items, w=base.w, v0=base.v0, seed=0),
     }
     late = {}
     for name, pol in pols.items():
