@@ -209,6 +209,22 @@ def tridiagonal_loglik(tri: Tridiagonal, n, log_g, learn_noise: bool):
     return _grid_loglik(half_logdet, quad, tri.qc, n, learn_noise, jnp)
 
 
+def _ldl_forward(tri: Tridiagonal, c):
+    """The LDL^T forward pass of ``T + c I`` (pivots kept >= c), broadcasting c (...)
+    against the leading axes: ``(ratios, pivots, y)`` as lists over the p rows
+    (``L y = z``; ratios[i] is row i + 1's subdiagonal entry of L)."""
+    a, e, z = tri.a, tri.e, tri.z
+    d = jnp.maximum(a[..., 0] + c, c)
+    ratios, pivots, ys = [], [d], [z[..., 0]]
+    for i in range(1, a.shape[-1]):
+        r = e[..., i - 1] / d
+        d = jnp.maximum(a[..., i] + c - r * e[..., i - 1], c)
+        ratios.append(r)
+        pivots.append(d)
+        ys.append(z[..., i] - r * ys[-1])
+    return ratios, pivots, ys
+
+
 def tridiagonal_draw(tri: Tridiagonal, c, s, eps):
     """``zeta = (S + c I)^-1 u + s (S + c I)^-1/2 eps`` in distribution: a draw of
     N(mean, s^2 (S + c I)^-1) from the standard normals eps (..., p), c and s
@@ -217,19 +233,11 @@ def tridiagonal_draw(tri: Tridiagonal, c, s, eps):
     With ``T + c I = L D L^T`` (L unit lower bidiagonal, the pivots kept >= c as
     in :func:`tridiagonal_loglik`), ``L^T t = D^-1 L^-1 z + s D^-1/2 eps`` and
     ``zeta = Q t``: O(p^2), no factorisation beyond the shared tridiagonal one."""
-    a, e, z = tri.a, tri.e, tri.z
-    p = a.shape[-1]
-    d = jnp.maximum(a[..., 0] + c, c)
-    y = z[..., 0]
-    ratios, rhs = [], [y / d + s * eps[..., 0] / jnp.sqrt(d)]
-    for i in range(1, p):
-        r = e[..., i - 1] / d
-        d = jnp.maximum(a[..., i] + c - r * e[..., i - 1], c)
-        y = z[..., i] - r * y
-        ratios.append(r)
-        rhs.append(y / d + s * eps[..., i] / jnp.sqrt(d))
+    ratios, pivots, ys = _ldl_forward(tri, c)
+    rhs = [y / d + s * eps[..., i] / jnp.sqrt(d)
+           for i, (y, d) in enumerate(zip(ys, pivots))]
     t = [rhs[-1]]
-    for i in range(p - 2, -1, -1):
+    for i in range(len(rhs) - 2, -1, -1):
         t.append(rhs[i] - ratios[i] * t[-1])
     return _reflect(tri.V, tri.taus, jnp.stack(t[::-1], -1))
 
@@ -237,16 +245,8 @@ def tridiagonal_draw(tri: Tridiagonal, c, s, eps):
 def tridiagonal_quad(tri: Tridiagonal, c):
     """``z^T (T + c I)^-1 z = u^T (S + c I)^-1 u`` at c (...) broadcasting against
     the :class:`Tridiagonal`'s leading axes (the LDL^T recurrence, pivots >= c)."""
-    a, e, z = tri.a, tri.e, tri.z
-    d = jnp.maximum(a[..., 0] + c, c)
-    y = z[..., 0]
-    quad = y * y / d
-    for i in range(1, a.shape[-1]):
-        r = e[..., i - 1] / d
-        d = jnp.maximum(a[..., i] + c - r * e[..., i - 1], c)
-        y = z[..., i] - r * y
-        quad = quad + y * y / d
-    return quad
+    _, pivots, ys = _ldl_forward(tri, c)
+    return sum(y * y / d for y, d in zip(ys, pivots))
 
 
 def grid_loglik(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, A=None):
