@@ -27,7 +27,8 @@ import numpyro.distributions as dist
 from _common import machine, table, timeit
 
 import bayesrank as br
-from bayesrank.posteriors.scale_grid import GRID, grid_index, tridiagonal
+from bayesrank.posteriors.scale_grid import (GRID, grid_index, tridiagonal,
+                                             tridiagonal_loglik)
 
 
 def _stepper(model, env, w):
@@ -83,13 +84,21 @@ def parts() -> list[dict]:
     u, m0 = jnp.ones((4, 10), jnp.float32), jnp.zeros(10, jnp.float32)
     logw = jnp.log(jnp.full((4, GRID), 1.0 / GRID, jnp.float32))
     key = jax.random.key(0)
+    log_g = jnp.asarray(br.GaussianLinear().log_g, jnp.float32)
+
+    def recurrence(M):
+        tri = jax.vmap(lambda a, b: tridiagonal(a, b, 0.0, m0))(M, u)
+        return jax.vmap(lambda t: tridiagonal_loglik(t, 30.0, log_g, True)[1])(tri)
     ops = {
         "eigh (the summaries' route)": (lambda M: jnp.linalg.eigh(M)[0], S),
         "LAPACK sytrd (jax.lax.linalg.tridiagonal)":
             (lambda M: jax.lax.linalg.tridiagonal(M)[1], S),
         "fused Householder (scale_grid.tridiagonal)":
             (lambda M: jax.vmap(lambda a, b: tridiagonal(a, b, 0.0, m0).a)(M, u), S),
+        "fused Householder + LDL^T recurrence at the 160 nodes": (recurrence, S),
         "Cholesky": (jnp.linalg.cholesky, S),
+        "gamma draw (the noise's precision)":
+            (lambda M: jax.random.gamma(key, M[:, 0, 0] + 15.0), S),
         "categorical over 160 nodes (Gumbel)":
             (lambda w: jax.random.categorical(key, w, -1).astype(w.dtype), logw),
         "grid_index over 160 nodes": (lambda w: grid_index(key, w).astype(w.dtype), logw),
