@@ -171,8 +171,8 @@ CASES: tuple[Case, ...] = (
     Case("LatentLaplace-logistic", lambda s, n: _latent_glm(n), "approximate"),
     Case("LatentJointMAP-logistic", lambda s, n: _latent_glm(n, joint=True),
          "approximate"),
+    # ... and RankTS(model=LaplaceGLM("logistic"), w=...)'s default: tau ~
     # HalfNormal(1) learnt on a grid with theta, w collapsed
-    # HalfCauchy(1) learnt on a grid with theta, w collapsed
     Case("LatentLaplace-logistic-learnt", lambda s, n: _latent_glm(n, learnt=True),
          "approximate"),
     # ... and by the slice chain RankTS runs each round (a fresh chain, as NUTS)
