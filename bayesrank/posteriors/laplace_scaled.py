@@ -56,6 +56,7 @@ from bayesrank.posteriors import laplace, linalg
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.gaussian import _host_rng
 from bayesrank.posteriors.laplace import LaplaceGLM, loglik
+from bayesrank.posteriors.scale_grid import cell_spread
 from bayesrank.posteriors.scaled import valid_hyperprior
 from bayesrank.posteriors.w_prior import prior_config, prior_from_config, prior_range
 
@@ -286,10 +287,6 @@ class LearntScaleLaplace(Part):
         """n independent draws at once: (n, L, p)."""
         return self._draws(key, state, (int(n),))[0]
 
-    def _spacing(self) -> float:
-        """The nodes' spacing in log tau (0 for a one-node grid)."""
-        return float(self.log_tau[1] - self.log_tau[0]) if len(self.log_tau) > 1 else 0.0
-
     def draw_scales(self, key, state, n: int):
         """n draws with their scales: ``theta (n, L, p)``, ``tau (n, L)``.
 
@@ -302,8 +299,7 @@ class LearntScaleLaplace(Part):
         :meth:`draw_batch`'s for the same key."""
         theta, k = self._draws(key, state, (int(n),))
         u = jax.random.uniform(jax.random.fold_in(key, 1), k.shape, theta.dtype)
-        log_tau = jnp.asarray(self.log_tau, theta.dtype)[k] + self._spacing() * (u - 0.5)
-        return theta, jnp.exp(log_tau)
+        return theta, jnp.exp(cell_spread(jnp.asarray(self.log_tau, theta.dtype), k, u))
 
     def mean(self, state) -> jax.Array:
         """(L, p) the posterior mean: the MAPs averaged over tau's grid posterior."""
@@ -374,7 +370,7 @@ class LearntScaleLaplace(Part):
             sel = k == j
             theta[sel] = means[j] + solve_triangular(chols[j], z[sel].T, lower=True,
                                                      trans="T").T
-        tau = np.exp(self.log_tau[k] + self._spacing() * (rng.uniform(size=N) - 0.5))
+        tau = np.exp(cell_spread(np.asarray(self.log_tau), k, rng.uniform(size=N)))
         lp_theta = (-0.5 * p * np.log(2 * math.pi * tau**2)
                     - 0.5 * np.sum(theta**2, -1) / tau**2)
         X, y = self.data(state, position)

@@ -314,9 +314,16 @@ def grid_draw(key, log_g, logw, shape=()):
     place in its cell (:func:`grid_index`'s, located within the node's mass). A
     one-node grid (a fixed scale) has no spread. Shape ``(*shape, *logw.shape[:-1])``."""
     k, frac = _inverse_cdf(key, logw, shape)
-    if log_g.shape[-1] < 2:
-        return log_g[k]
-    return log_g[k] + (log_g[1] - log_g[0]) * (frac - 0.5)
+    return cell_spread(log_g, k, frac)
+
+
+def cell_spread(nodes, k, frac):
+    """``nodes[k]`` moved to the place ``frac`` in [0, 1] of its cell (width the
+    spacing of the uniform ``nodes``, centred on the node); a one-node grid has no
+    spread. Works on NumPy and JAX arrays alike."""
+    if nodes.shape[-1] < 2:
+        return nodes[k]
+    return nodes[k] + (nodes[1] - nodes[0]) * (frac - 0.5)
 
 
 def grid_terms(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, xp=jnp, A=None):
