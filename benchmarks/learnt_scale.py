@@ -1,5 +1,5 @@
 """Cost of learning the scales: a RankTS round with the default ``GaussianLinear()``
-(prior scale and noise learnt, g on a 160-node grid, one eigendecomposition per
+(prior scale and noise learnt, g on a 160-node grid, one Householder reduction per
 position and round) against the fixed-scale ``GaussianLinear(prior_scale=1,
 noise_scale=1)``, the same family's round before the learnt default (issue 44: at
 most 1.5x at K = 100 and K = 10,000). Known w and latent w (``w=Normal(0, 5)``).
@@ -29,6 +29,7 @@ from _common import machine, table, timeit
 import bayesrank as br
 from bayesrank.posteriors.scale_grid import (GRID, grid_index, tridiagonal,
                                              tridiagonal_loglik)
+from bayesrank.posteriors.variates import uniforms_normals_gamma
 
 
 def _stepper(model, env, w):
@@ -76,6 +77,18 @@ def _in_loop(op, x, n=200):
     return timeit(lambda: jax.block_until_ready(run(x)), repeat=20) / n
 
 
+def _separately(key, a):
+    k_g, k_s, k_e = jax.random.split(key, 3)
+    u = jax.random.uniform(k_g, a.shape, a.dtype)
+    z = jax.random.normal(k_e, (*a.shape, 10), a.dtype)
+    return u + jax.random.gamma(k_s, a) + z[:, 0]
+
+
+def _one_call(key, a):
+    u, z, gam = uniforms_normals_gamma(key, a, n_uniform=1, n_normal=10)
+    return u[:, 0] + gam + z[:, 0]
+
+
 def parts() -> list[dict]:
     """The draw's building blocks for L = 4 positions of p = 10, in one loop."""
     rng = np.random.default_rng(0)
@@ -99,6 +112,10 @@ def parts() -> list[dict]:
         "Cholesky": (jnp.linalg.cholesky, S),
         "gamma draw (the noise's precision)":
             (lambda M: jax.random.gamma(key, M[:, 0, 0] + 15.0), S),
+        "jax.random: split, uniform, gamma, p normals (a draw's randomness before)":
+            (lambda M: _separately(key, M[:, 0, 0] + 15.0), S),
+        "variates.uniforms_normals_gamma (the same from one call)":
+            (lambda M: _one_call(key, M[:, 0, 0] + 15.0), S),
         "categorical over 160 nodes (Gumbel)":
             (lambda w: jax.random.categorical(key, w, -1).astype(w.dtype), logw),
         "grid_index over 160 nodes": (lambda w: grid_index(key, w).astype(w.dtype), logw),
@@ -116,7 +133,7 @@ def main(quick: bool = False) -> None:
             learnt = _stepper(br.GaussianLinear(), env, w)
             fixed = _stepper(br.GaussianLinear(prior_scale=1.0, noise_scale=1.0), env, w)
             t_l, t_f, s_l, s_f = [], [], [], []
-            for _ in range(3):  # alternate, so drift hits both alike
+            for _ in range(5):  # alternate, so drift hits both alike
                 t_l.append(timeit(learnt[0], repeat=repeat))
                 t_f.append(timeit(fixed[0], repeat=repeat))
                 s_l.append(timeit(learnt[1], repeat=repeat // 30) / SCANNED)

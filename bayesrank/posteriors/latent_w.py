@@ -281,8 +281,9 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         from ``p(g | w, D)`` on the base's grid (one tridiagonal reduction per
         position), then the kernel moves w under ``p(w | g, D)`` (a Cholesky factor
         per evaluation, as with a fixed scale). Each part leaves the joint posterior
-        invariant, so the pair does; g is not kept (it is redrawn from w each
-        round), and theta | w is then drawn with g integrated out again."""
+        invariant, so the pair does: (w, g) is a draw of their joint posterior, and
+        :meth:`draw` takes theta | w, g, D (g is not kept: it is redrawn from w each
+        round). Returns ``(w, width, log g)`` (log g = inf without a learnt scale)."""
         d = state.ba.shape[1]
         dtype = state.ba.dtype
         m0, P0 = self._theta_prior(d, dtype)
@@ -296,9 +297,10 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
             # is the collapsed density the summaries integrate (a draw spread over
             # the node's cell would pair with p(w | g) from no single joint)
             logw = self.base._grid_posterior(self.given_w(state, state.w))[2]
-            c = jnp.exp(-2.0 * jnp.asarray(self.base.log_g, dtype))[grid_index(k_g, logw)]
+            log_g = jnp.asarray(self.base.log_g, dtype)[grid_index(k_g, logw)]
         else:
-            c = jnp.zeros((L,), dtype)
+            log_g = jnp.full((L,), jnp.inf, dtype)
+        c = jnp.exp(-2.0 * log_g)
 
         def position(key, l, st, yy, n, w0, width, c):
             def log_lik(x):
@@ -315,9 +317,10 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
                                    steps=self.slice_steps)
 
         keys = jax.random.split(key, L)
-        return jax.vmap(position)(
+        w, width = jax.vmap(position)(
             keys, jnp.arange(L), stats, state.yy, state.n, state.w, state.width, c
         )
+        return w, width, log_g
 
     def given_w(self, state: LatentWState, w) -> LearntScaleState:
         """A learnt-scale base's state of the design ``a + w p``, w (L,): the sums
@@ -376,14 +379,18 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         return linalg.sample_per_position(k_theta, mean, C, scale)
 
     def draw(self, key, state: LatentWState):
-        """One joint draw per position: w by the slice chain, then theta | w.
+        """One joint draw per position: w by the slice chain, then theta | w (and
+        the chain's g with a learnt conjugate scale: theta | w, g).
 
         Returns:
             ``((theta (L, d), w (L,)), state)`` with the chain moved to the new w.
         """
         k_w, k_t = jax.random.split(key)
-        w, width = self._slice_chain(k_w, state)
+        w, width, log_g = self._slice_chain(k_w, state)
         state = state._replace(w=w, width=width)
+        if self.learnt and self.moves_w_given_scale:  # the chain's (w, g): theta | both
+            return (self.base.draw_given_scale(k_t, self.given_w(state, w), log_g),
+                    w), state
         return (self.theta_given_w(k_t, state, w), w), state
 
     def draw_batch(self, key, state: LatentWState, n: int):

@@ -30,8 +30,9 @@ import numpy as np
 from bayesrank.posteriors.w_prior import _refuse_bad_parameters, prior_range
 
 __all__ = ["GRID", "TAIL", "valid_hyperprior", "default_hyperprior", "grid_terms",
-           "grid_loglik", "grid_index", "grid_draw", "Tridiagonal", "tridiagonal",
-           "tridiagonal_quad", "tridiagonal_loglik", "tridiagonal_draw"]
+           "grid_loglik", "grid_index", "grid_draw", "inverse_cdf", "cell_spread",
+           "Tridiagonal", "tridiagonal", "tridiagonal_quad", "tridiagonal_loglik",
+           "tridiagonal_draw"]
 
 #: Grid nodes of log g (uniform in log g over the hyperprior's central 1 - 2e-6 mass).
 GRID = 160
@@ -128,31 +129,22 @@ def _grid_loglik(half_logdet, quad, qc, n, learn_noise, xp):
 
 class Tridiagonal(NamedTuple):
     """One position's sums in tridiagonal form (:func:`tridiagonal`): ``Q^T S Q``
-    has diagonal ``a (p,)`` and off-diagonal ``e (p-1,)``; ``Q = H_0 ... H_{p-3}``
-    with ``H_k = I - taus[k] V[k] V[k]^T`` (``V (p-2, p)``, ``taus (p-2,)``);
-    ``z = Q^T u (p,)`` and ``qc ()`` (all centred at m0, over sf, whitened)."""
+    has diagonal ``a (p,)`` and off-diagonal ``e (p-1,)``, Q ``(p, p)`` orthogonal
+    (the product of the Householder reflections); ``z = Q^T u (p,)`` and ``qc ()``
+    (all centred at m0, over sf, whitened)."""
 
-    V: jax.Array
-    taus: jax.Array
+    Q: jax.Array
     a: jax.Array
     e: jax.Array
     z: jax.Array
     qc: jax.Array
 
 
-def _reflect(V, taus, x):
-    """``Q x`` for the reflectors of a :class:`Tridiagonal`; broadcasts over the
-    leading axes of x (..., p)."""
-    for k in reversed(range(V.shape[-2])):
-        v = V[..., k, :]
-        x = x - (taus[..., k] * jnp.sum(v * x, -1))[..., None] * v
-    return x
-
-
 def _householder_step(carry, k):
-    """Reflect column k below the subdiagonal to zero: ``A <- H A H``, ``u <- H u``
-    (Golub & Van Loan, Algorithm 8.3.1, with whole-array operations that XLA fuses)."""
-    A, u = carry
+    """Reflect column k below the subdiagonal to zero: ``A <- H A H``, ``u <- H u``,
+    ``Q <- Q H`` (Golub & Van Loan, Algorithm 8.3.1, with whole-array operations
+    that XLA fuses)."""
+    A, u, Q = carry
     idx = jnp.arange(A.shape[-1])
     x = jnp.where(idx > k, A[:, k], 0.0)
     below = A[k + 1, k]
@@ -163,7 +155,8 @@ def _householder_step(carry, k):
     pv = tau * (A @ v)
     w = pv - (0.5 * tau * jnp.dot(v, pv)) * v
     A = A - v[:, None] * w[None, :] - w[:, None] * v[None, :]
-    return (A, u - (tau * jnp.dot(v, u)) * v), (v, tau)
+    Q = Q - (tau * (Q @ v))[:, None] * v[None, :]
+    return (A, u - (tau * jnp.dot(v, u)) * v, Q), None
 
 
 def tridiagonal(S, u, q, m0, sf=1.0, A=None) -> Tridiagonal:
@@ -172,17 +165,15 @@ def tridiagonal(S, u, q, m0, sf=1.0, A=None) -> Tridiagonal:
 
     Written as whole-array steps in a rolled loop rather than LAPACK's ``sytrd``:
     for four 10 x 10 matrices 2.3 us against 4.9 us on CPU (the library call also
-    leaves Q^T u to a second pass; ``benchmarks/learnt_scale.py``)."""
+    leaves Q^T u to a second pass; ``benchmarks/learnt_scale.py``). Q is
+    accumulated in the same loop, so that a draw maps back with one product."""
     S, uc, qc = _centred(S, u, q, m0, sf, A, jnp)
     p = S.shape[-1]
     S = 0.5 * (S + S.T)
-    if p <= 2:
-        V = jnp.zeros((0, p), S.dtype)
-        return Tridiagonal(V, V[:, 0], jnp.diagonal(S), S[1:, 0][:p - 1], uc, qc)
-    (T, z), (V, taus) = jax.lax.scan(_householder_step, (S, uc), jnp.arange(p - 2),
-                                     unroll=1)
-    e = jnp.diagonal(T, offset=-1)
-    return Tridiagonal(V, taus, jnp.diagonal(T), e, z, qc)
+    Q = jnp.eye(p, dtype=S.dtype)
+    if p > 2:
+        (S, uc, Q), _ = jax.lax.scan(_householder_step, (S, uc, Q), jnp.arange(p - 2))
+    return Tridiagonal(Q, jnp.diagonal(S), jnp.diagonal(S, offset=-1), uc, qc)
 
 
 def tridiagonal_loglik(tri: Tridiagonal, n, log_g, learn_noise: bool):
@@ -198,40 +189,43 @@ def tridiagonal_loglik(tri: Tridiagonal, n, log_g, learn_noise: bool):
     g2 = jnp.exp(2.0 * log_g)
     c = 1.0 / g2
 
-    def pivot(carry, i):
-        r, y, mant, expo, quad = carry
+    def pivot(X, i):  # X (5, ...): 1/d, y, mantissa, exponent, quad; one array, so
+        # that XLA makes each step one kernel (five outputs would be five)
+        r, y, mant, expo, quad = X
         ratio = e[i - 1] * r
         d = jnp.maximum(a[i] + c - ratio * e[i - 1], c)
         r = 1.0 / d
         y = z[i] - ratio * y
         mant, k = jnp.frexp(mant * (d * g2))
-        return (r, y, mant, expo + k, quad + y * y * r), None
+        return jnp.stack([r, y, mant, expo + k.astype(X.dtype), quad + y * y * r])
 
     d0 = jnp.maximum(a[0] + c, c)
     y0 = jnp.broadcast_to(z[0], c.shape)
     mant, expo = jnp.frexp(d0 * g2)
-    carry = (1.0 / d0, y0, mant, expo, y0 * y0 / d0)
-    if p > 1:
-        carry, _ = jax.lax.scan(pivot, carry, jnp.arange(1, p))
-    _, _, mant, expo, quad = carry
-    half_logdet = 0.5 * (jnp.log(mant) + expo.astype(mant.dtype) * np.log(2.0))
+    X = jnp.stack([1.0 / d0, y0, mant, expo.astype(d0.dtype), y0 * y0 / d0])
+    for i in range(1, p):  # unrolled; the barrier keeps XLA from fusing the steps
+        # into one expression that recomputes every earlier pivot (its compile then
+        # stalls); rolled, the loop's own overhead costs a tenth of a learnt round
+        X = pivot(jax.lax.optimization_barrier(X), i)
+    mant, expo, quad = X[2], X[3], X[4]
+    half_logdet = 0.5 * (jnp.log(mant) + expo * np.log(2.0))
     return _grid_loglik(half_logdet, quad, tri.qc, n, learn_noise, jnp)
 
 
 def _ldl_forward(tri: Tridiagonal, c):
     """The LDL^T forward pass of ``T + c I`` (pivots kept >= c), broadcasting c (...)
-    against the leading axes: ``(ratios, pivots, y)`` as lists over the p rows
-    (``L y = z``; ratios[i] is row i + 1's subdiagonal entry of L)."""
+    against the leading axes: ``(ratios, pivots (..., p), y (..., p))``, ratios a
+    list over rows 1..p-1 (row i's subdiagonal entry of L), ``L y = z``."""
     a, e, z = tri.a, tri.e, tri.z
     d = jnp.maximum(a[..., 0] + c, c)
-    ratios, pivots, ys = [], [d], [z[..., 0]]
-    for i in range(1, a.shape[-1]):
+    X = [jnp.stack([d, jnp.broadcast_to(z[..., 0], d.shape)])]  # (pivot, y)
+    for i in range(1, a.shape[-1]):  # one array per row: one kernel per step
+        d, y = X[-1]
         r = e[..., i - 1] / d
-        d = jnp.maximum(a[..., i] + c - r * e[..., i - 1], c)
-        ratios.append(r)
-        pivots.append(d)
-        ys.append(z[..., i] - r * ys[-1])
-    return ratios, pivots, ys
+        X.append(jnp.stack([jnp.maximum(a[..., i] + c - r * e[..., i - 1], c),
+                            z[..., i] - r * y]))
+    D, Y = jnp.stack(X, -1)
+    return [e[..., i] / D[..., i] for i in range(D.shape[-1] - 1)], D, Y
 
 
 def tridiagonal_draw(tri: Tridiagonal, c, s, eps):
@@ -242,20 +236,19 @@ def tridiagonal_draw(tri: Tridiagonal, c, s, eps):
     With ``T + c I = L D L^T`` (L unit lower bidiagonal, the pivots kept >= c as
     in :func:`tridiagonal_loglik`), ``L^T t = D^-1 L^-1 z + s D^-1/2 eps`` and
     ``zeta = Q t``: O(p^2), no factorisation beyond the shared tridiagonal one."""
-    ratios, pivots, ys = _ldl_forward(tri, c)
-    rhs = [y / d + s * eps[..., i] / jnp.sqrt(d)
-           for i, (y, d) in enumerate(zip(ys, pivots))]
-    t = [rhs[-1]]
-    for i in range(len(rhs) - 2, -1, -1):
-        t.append(rhs[i] - ratios[i] * t[-1])
-    return _reflect(tri.V, tri.taus, jnp.stack(t[::-1], -1))
+    ratios, D, Y = _ldl_forward(tri, c)
+    rhs = Y / D + jnp.asarray(s)[..., None] * eps / jnp.sqrt(D)
+    t = [rhs[..., -1]]
+    for i in range(D.shape[-1] - 2, -1, -1):
+        t.append(rhs[..., i] - ratios[i] * t[-1])
+    return jnp.einsum("...ij,...j->...i", tri.Q, jnp.stack(t[::-1], -1))
 
 
 def tridiagonal_quad(tri: Tridiagonal, c):
     """``z^T (T + c I)^-1 z = u^T (S + c I)^-1 u`` at c (...) broadcasting against
     the :class:`Tridiagonal`'s leading axes (the LDL^T recurrence, pivots >= c)."""
-    _, pivots, ys = _ldl_forward(tri, c)
-    return sum(y * y / d for y, d in zip(ys, pivots))
+    _, D, Y = _ldl_forward(tri, c)
+    return jnp.sum(Y * Y / D, -1)
 
 
 def grid_loglik(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, A=None):
@@ -281,11 +274,12 @@ def grid_loglik(S, u, q, n, m0, log_g, learn_noise: bool, sf=1.0, A=None):
     return tridiagonal_loglik(tridiagonal(S, u, q, m0, sf, A), n, log_g, learn_noise)
 
 
-def _inverse_cdf(key, logw, shape):
-    """One uniform per draw located in the weights' running sum: the node index k
-    and the uniform's position within k's mass, itself Uniform(0, 1) given k."""
+def inverse_cdf(u, logw):
+    """Uniforms ``u (*shape, *logw.shape[:-1])`` on [0, 1] located in the running
+    sum of the weights ``logw (..., G)`` (normalised or not): the node index k and
+    the uniform's position within k's mass, itself Uniform(0, 1) given k."""
     cdf = jnp.cumsum(jnp.exp(logw), axis=-1)
-    u = jax.random.uniform(key, (*shape, *logw.shape[:-1]), logw.dtype) * cdf[..., -1]
+    u = u * cdf[..., -1]
     k = jnp.minimum(jnp.sum(cdf <= u[..., None], axis=-1), logw.shape[-1] - 1)
     cdf = jnp.broadcast_to(cdf, (*k.shape, cdf.shape[-1]))
     upper = jnp.take_along_axis(cdf, k[..., None], -1)[..., 0]
@@ -300,7 +294,7 @@ def grid_index(key, logw, shape=()):
     shape ``(*shape, *logw.shape[:-1])``, by inverting the weights' running sum at
     one uniform per draw (exact, like ``jax.random.categorical``'s Gumbel trick,
     which draws G variates per index)."""
-    return _inverse_cdf(key, logw, shape)[0]
+    return inverse_cdf(_uniform(key, logw, shape), logw)[0]
 
 
 def grid_draw(key, log_g, logw, shape=()):
@@ -313,8 +307,11 @@ def grid_draw(key, log_g, logw, shape=()):
     simulations on the nodes). One uniform per draw gives both the node and the
     place in its cell (:func:`grid_index`'s, located within the node's mass). A
     one-node grid (a fixed scale) has no spread. Shape ``(*shape, *logw.shape[:-1])``."""
-    k, frac = _inverse_cdf(key, logw, shape)
-    return cell_spread(log_g, k, frac)
+    return cell_spread(log_g, *inverse_cdf(_uniform(key, logw, shape), logw))
+
+
+def _uniform(key, logw, shape):
+    return jax.random.uniform(key, (*shape, *logw.shape[:-1]), logw.dtype)
 
 
 def cell_spread(nodes, k, frac):

@@ -83,15 +83,18 @@ from bayesrank.posteriors.scale_grid import (
     _hyper_grid,
     valid_hyperprior,
     _grid_loglik,
+    cell_spread,
     default_hyperprior,
-    grid_draw,
     grid_terms,
+    inverse_cdf,
     tridiagonal,
     tridiagonal_draw,
     tridiagonal_loglik,
     tridiagonal_quad,
 )
 from bayesrank.posteriors.scaled_datatree import _Shim, learnt_scale_datatree
+from bayesrank.posteriors.scaled_summaries import LearntScaleSummaries
+from bayesrank.posteriors.variates import uniforms_normals_gamma
 from bayesrank.posteriors.w_prior import (
     is_distribution,
     prior_config,
@@ -121,7 +124,7 @@ class LearntScaleState(NamedTuple):
     q_lo: jax.Array  # (L,) rounding error of q
 
 
-class LearntScaleLinear(Part):
+class LearntScaleLinear(LearntScaleSummaries, Part):
     """Conjugate Gaussian posterior per position whose prior scale (and noise scale)
     are learnt: see the module docstring. Built by ``GaussianLinear(...)`` when a
     scale is None or a distribution.
@@ -245,24 +248,6 @@ class LearntScaleLinear(Part):
     def _sf(self, dtype):
         return jnp.asarray(1.0 if self.noise_scale is None else self.noise_scale, dtype)
 
-    def _terms(self, state: LearntScaleState):
-        """grid_terms for every position (vmapped) and the normalised log weights."""
-        dtype = state.u.dtype
-        p = state.u.shape[-1]
-        m0, sf = self._m0(p, dtype), self._sf(dtype)
-        log_g = jnp.asarray(self.log_g, dtype)
-
-        A = None if self.shape is None else jnp.asarray(self.shape, dtype)
-
-        def one(S, u, q, n):
-            return grid_terms(S, u, q, n, m0, log_g, self.learn_noise, sf, A=A)
-
-        U, D, z, denom, beta, loglik = jax.vmap(one)(
-            state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo, state.n)
-        logits = jnp.asarray(self.log_w0, dtype)[None, :] + loglik
-        logw = logits - jax.scipy.special.logsumexp(logits, axis=-1, keepdims=True)
-        return U, D, z, denom, beta, logw
-
     def _fallback_var(self, state):
         """The variance used where a position has no data: the mean squared centred
         reward over all positions (over sf^2), or 1 before any reward."""
@@ -274,40 +259,52 @@ class LearntScaleLinear(Part):
         return jnp.where(tot_n > 0, jnp.sum(qc) / jnp.maximum(tot_n, 1e-30) / sf**2,
                          jnp.ones((), dtype))
 
-    def _grid_posterior(self, state: LearntScaleState):
-        """Every position's :class:`~.scale_grid.Tridiagonal` form, ``beta (L, G)``
-        and the grid posterior's normalised log weights ``(L, G)`` (from
-        :func:`.scale_grid.tridiagonal_loglik`: no eigendecomposition)."""
-        p = state.u.shape[-1]
-        dtype = state.u.dtype
+    def _tri(self, state: LearntScaleState):
+        """Every position's :class:`~.scale_grid.Tridiagonal` form of its sums."""
+        p, dtype = state.u.shape[-1], state.u.dtype
         m0, sf = self._m0(p, dtype), self._sf(dtype)
         A = None if self.shape is None else jnp.asarray(self.shape, dtype)
-        tri = jax.vmap(lambda S, u, q: tridiagonal(S, u, q, m0, sf, A))(
+        return jax.vmap(lambda S, u, q: tridiagonal(S, u, q, m0, sf, A))(
             state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo)
-        log_g = jnp.asarray(self.log_g, dtype)
+
+    def _grid_posterior(self, state: LearntScaleState):
+        """:meth:`_tri`, ``beta (L, G)`` and the grid posterior's normalised log
+        weights ``(L, G)`` (:func:`.scale_grid.tridiagonal_loglik`: no eigh)."""
+        tri = self._tri(state)
+        log_g = jnp.asarray(self.log_g, state.u.dtype)
         beta, loglik = jax.vmap(
             lambda t, n: tridiagonal_loglik(t, n, log_g, self.learn_noise))(tri, state.n)
-        logits = jnp.asarray(self.log_w0, dtype)[None, :] + loglik
+        logits = jnp.asarray(self.log_w0, state.u.dtype)[None, :] + loglik
         return tri, beta, logits - jax.scipy.special.logsumexp(logits, -1, keepdims=True)
 
+    def _randomness(self, key, state, shape, n_uniform):
+        """Uniforms, p normals and Gamma(n/2) variates from one generator call
+        (:mod:`.variates`: on the CPU each ``jax.random`` call is a loop)."""
+        return uniforms_normals_gamma(key, jnp.maximum(0.5 * state.n, 1e-3), shape,
+                                      n_uniform=n_uniform, n_normal=state.u.shape[-1])
+
+    def _noise(self, tri, state, log_g, gam):
+        """s^2 | g, D over sf^2 from Gamma(n/2, 1) variates (1 with the noise known)."""
+        if not self.learn_noise:
+            return jnp.ones(log_g.shape, log_g.dtype)
+        quad = tridiagonal_quad(tri, jnp.exp(-2.0 * log_g))
+        beta = _grid_loglik(0.0, quad, tri.qc, state.n, True, jnp)[0]
+        return jnp.where(state.n > 0, 0.5 * beta / gam, self._fallback_var(state))
+
     def _draw_parts(self, key, state, shape):
-        """log g (:func:`.scale_grid.grid_draw`), s^2 | g over sf^2 and standard
+        """log g (as :func:`.scale_grid.grid_draw`), s^2 | g over sf^2 and standard
         normals for draws of the given leading shape; arrays (*shape, L[, p])."""
-        L, p = state.u.shape
-        dtype = state.u.dtype
         tri, _, logw = self._grid_posterior(state)
-        k_g, k_s, k_e = jax.random.split(key, 3)
-        log_g = grid_draw(k_g, jnp.asarray(self.log_g, dtype), logw, shape)
-        if self.learn_noise:
-            quad = tridiagonal_quad(tri, jnp.exp(-2.0 * log_g))
-            beta = _grid_loglik(0.0, quad, tri.qc, state.n, True, jnp)[0]
-            gam = jax.random.gamma(k_s, jnp.maximum(0.5 * state.n, 1e-3), (*shape, L),
-                                   dtype)
-            s2 = jnp.where(state.n > 0, 0.5 * beta / gam, self._fallback_var(state))
-        else:
-            s2 = jnp.ones((*shape, L), dtype)
-        eps = jax.random.normal(k_e, (*shape, L, p), dtype)
-        return tri, log_g, s2, eps
+        u, eps, gam = self._randomness(key, state, shape, 1)
+        log_g = cell_spread(jnp.asarray(self.log_g, u.dtype), *inverse_cdf(u[..., 0], logw))
+        return tri, log_g, self._noise(tri, state, log_g, gam), eps
+
+    def draw_given_scale(self, key, state: LearntScaleState, log_g) -> jax.Array:
+        """One theta per position given ``log g (L,)`` (a latent-w chain's node):
+        s^2 | g, D, then theta | g, s, D; (L, p)."""
+        tri = self._tri(state)
+        _, eps, gam = self._randomness(key, state, (), 0)
+        return self._theta(tri, log_g, self._noise(tri, state, log_g, gam), eps)
 
     def _theta(self, tri, log_g, s2, eps):
         """theta from log g, s^2 and standard normals eps (..., L, p):
@@ -346,63 +343,6 @@ class LearntScaleLinear(Part):
         parts, log_g, s2, eps = self._draw_parts(key, state, (int(n),))
         return (self._theta(parts, log_g, s2, eps), jnp.exp(log_g),
                 jnp.sqrt(s2) * self._sf(s2.dtype))
-
-    def scale_posterior(self, state: LearntScaleState):
-        """The grid posterior of g per position: ``(g (G,), weights (L, G))``."""
-        logw = self._terms(state)[-1]
-        return jnp.exp(jnp.asarray(self.log_g, logw.dtype)), jnp.exp(logw)
-
-    def mean(self, state: LearntScaleState) -> jax.Array:
-        """Posterior mean of theta per position, (L, p) (averaged over g's grid)."""
-        U, _, z, denom, _, logw = self._terms(state)
-        w = jnp.exp(logw)  # (L, G)
-        coef = jnp.einsum("lg,lgp->lp", w, z[:, None, :] / denom)
-        return self._to_theta(jnp.einsum("lij,lj->li", U, coef))
-
-    def noise_mean(self, state: LearntScaleState) -> jax.Array:
-        """Posterior mean of the noise variance per position (L,): E[s^2 | data]
-        (the known s^2 where the noise is known; inf where n <= 2)."""
-        _, _, _, _, beta, logw = self._terms(state)
-        if not self.learn_noise:
-            return jnp.broadcast_to(self._sf(beta.dtype) ** 2, state.n.shape)
-        e = jnp.sum(jnp.exp(logw) * beta, -1) / jnp.where(
-            state.n > 2, state.n - 2.0, jnp.nan)
-        return jnp.where(state.n > 2, e, jnp.inf)
-
-    def noise_sd(self, state: LearntScaleState) -> jax.Array:
-        """The noise sd per position (L,) that the UCB width takes for Lemma 1's R:
-        ``sqrt(E[s^2 | data])`` where a position has n > 2 observations, else the
-        square root of the mean squared centred reward of all positions (1 before
-        any reward); the known sd where ``noise_scale`` is a number. Homogeneous of
-        degree 1 in the rewards, so a width scaled by it scales with their units."""
-        sf = self._sf(state.u.dtype)
-        if not self.learn_noise:
-            return jnp.broadcast_to(sf, state.n.shape)
-        _, _, _, _, beta, logw = self._terms(state)
-        many = state.n > 2
-        e = jnp.sum(jnp.exp(logw) * beta, -1) / jnp.where(many, state.n - 2.0, 1.0)
-        return sf * jnp.sqrt(jnp.where(many, e, self._fallback_var(state)))
-
-    def covariance(self, state: LearntScaleState) -> jax.Array:
-        """Posterior covariance of theta per position, (L, p, p): the mixture over
-        g of ``E[s^2 | g] (S + I/g^2)^-1`` plus the spread of the means (inf where
-        the noise is learnt and n <= 2)."""
-        U, _, z, denom, beta, logw = self._terms(state)
-        w = jnp.exp(logw)
-        sf2 = self._sf(z.dtype) ** 2
-        if self.learn_noise:
-            es2 = beta / jnp.where(state.n > 2, state.n - 2.0, 1.0)[:, None]
-            es2 = jnp.where((state.n > 2)[:, None], es2, jnp.inf)
-        else:
-            es2 = jnp.ones_like(beta)
-        mk = z[:, None, :] / denom  # (L, G, p) in the eigenbasis
-        mbar = jnp.einsum("lg,lgp->lp", w, mk)
-        diag = jnp.einsum("lg,lgp->lp", w, es2[..., None] / denom)
-        second = jnp.einsum("lg,lgp,lgq->lpq", w, mk, mk) - mbar[:, :, None] * mbar[:, None, :]
-        inner = jax.vmap(jnp.diag)(diag) + second
-        if self.shape is not None:
-            U = jnp.asarray(self.shape, U.dtype) @ U
-        return sf2 * jnp.einsum("lij,ljk,lmk->lim", U, inner, U)
 
     # ------------------------------------------------------------ host side
     def to_datatree(self, state: LearntScaleState, position: int, *, key, data=None,
