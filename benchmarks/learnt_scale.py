@@ -6,16 +6,17 @@ most 1.5x at K = 100 and K = 10,000). Known w and latent w (``w=Normal(0, 5)``).
 
     python benchmarks/learnt_scale.py [--quick]
 
-Both are timed in the same run, alternating, two ways: the median of single jitted
+Both are timed in the same run, in adjacent pairs (the ratio is the median of the
+pairs' ratios, with its interquartile range), two ways: blocks of 20 single jitted
 select-then-update calls (one round as a serving loop pays it, dispatch included), and
-the time per round of 200 rounds scanned inside one compiled program (as ``simulate``
-runs them: the model's arithmetic alone, where the fixed model's O(p^2) round is
-hardest to match).
+200 rounds scanned inside one compiled program (as ``simulate`` runs them: the
+model's arithmetic alone, where the fixed model's O(p^2) round is hardest to match).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -124,26 +125,46 @@ def parts() -> list[dict]:
             for name, (f, x) in ops.items()]
 
 
+def _paired(learnt, fixed, pairs: int, block: int) -> tuple[float, float, float, float]:
+    """Median seconds of ``learnt()`` and ``fixed()`` and the median and the quartiles'
+    spread of their ratio, timed in adjacent pairs (``block`` calls each, the order
+    swapped every pair): this shared machine's speed drifts by up to 2x between
+    minutes, and a pair's ratio sees one speed."""
+    for fn in (learnt, fixed):
+        fn()
+    t_l, t_f = [], []
+    for i in range(pairs):
+        order = (learnt, fixed) if i % 2 == 0 else (fixed, learnt)
+        times = {}
+        for fn in order:
+            t0 = time.perf_counter()
+            for _ in range(block):
+                fn()
+            times[fn] = (time.perf_counter() - t0) / block
+        t_l.append(times[learnt])
+        t_f.append(times[fixed])
+    ratio = np.asarray(t_l) / np.asarray(t_f)
+    q1, q3 = np.percentile(ratio, [25, 75])
+    return float(np.median(t_l)), float(np.median(t_f)), float(np.median(ratio)), \
+        float(q3 - q1)
+
+
 def main(quick: bool = False) -> None:
     rows = []
-    repeat = 60 if quick else 300
+    pairs = 20 if quick else 60
     for K in (100, 10_000):
         env = br.RankingEnv.paper(seed=0, K=K, L=4, d=10, w_max=10.0)
         for wname, w in (("known", env.w), ("latent", dist.Normal(0.0, 5.0))):
             learnt = _stepper(br.GaussianLinear(), env, w)
             fixed = _stepper(br.GaussianLinear(prior_scale=1.0, noise_scale=1.0), env, w)
-            t_l, t_f, s_l, s_f = [], [], [], []
-            for _ in range(5):  # alternate, so drift hits both alike
-                t_l.append(timeit(learnt[0], repeat=repeat))
-                t_f.append(timeit(fixed[0], repeat=repeat))
-                s_l.append(timeit(learnt[1], repeat=repeat // 30) / SCANNED)
-                s_f.append(timeit(fixed[1], repeat=repeat // 30) / SCANNED)
-            tl, tf = np.median(t_l), np.median(t_f)
-            sl, sf = np.median(s_l), np.median(s_f)
+            tl, tf, cr, ciqr = _paired(learnt[0], fixed[0], pairs, 20)
+            sl, sf, sr, siqr = _paired(learnt[1], fixed[1], pairs, 1)
             rows.append({"K": K, "w": wname, "call: fixed (us)": 1e6 * tf,
-                         "call: learnt (us)": 1e6 * tl, "call ratio": tl / tf,
-                         "scanned: fixed (us)": 1e6 * sf, "scanned: learnt (us)": 1e6 * sl,
-                         "scanned ratio": sl / sf})
+                         "call: learnt (us)": 1e6 * tl, "call ratio": cr,
+                         "(IQR)": ciqr,
+                         "scanned: fixed (us)": 1e6 * sf / SCANNED,
+                         "scanned: learnt (us)": 1e6 * sl / SCANNED,
+                         "scanned ratio": sr, "(IQR) ": siqr})
     print(f"machine: {machine()}\n")
     print(table(rows))
     print()
