@@ -30,7 +30,8 @@ import numpy as np
 from bayesrank.posteriors.w_prior import _refuse_bad_parameters, prior_range
 
 __all__ = ["GRID", "TAIL", "valid_hyperprior", "default_hyperprior", "grid_terms",
-           "grid_loglik", "grid_index", "grid_draw", "inverse_cdf", "cell_spread",
+           "grid_loglik", "grid_index", "grid_draw", "grid_draw_at", "inverse_cdf",
+           "cell_spread",
            "Tridiagonal", "tridiagonal", "tridiagonal_quad", "tridiagonal_loglik",
            "tridiagonal_draw"]
 
@@ -307,7 +308,13 @@ def grid_draw(key, log_g, logw, shape=()):
     simulations on the nodes). One uniform per draw gives both the node and the
     place in its cell (:func:`grid_index`'s, located within the node's mass). A
     one-node grid (a fixed scale) has no spread. Shape ``(*shape, *logw.shape[:-1])``."""
-    return cell_spread(log_g, *inverse_cdf(_uniform(key, logw, shape), logw))
+    return grid_draw_at(_uniform(key, logw, shape), log_g, logw)
+
+
+def grid_draw_at(u, log_g, logw):
+    """:func:`grid_draw` from given uniforms ``u (*shape, *logw.shape[:-1])`` on
+    [0, 1] (a caller that draws all its random numbers in one call)."""
+    return cell_spread(log_g, *inverse_cdf(u, logw))
 
 
 def _uniform(key, logw, shape):

@@ -83,10 +83,9 @@ from bayesrank.posteriors.scale_grid import (
     _hyper_grid,
     valid_hyperprior,
     _grid_loglik,
-    cell_spread,
     default_hyperprior,
+    grid_draw_at,
     grid_terms,
-    inverse_cdf,
     tridiagonal,
     tridiagonal_draw,
     tridiagonal_loglik,
@@ -296,7 +295,7 @@ class LearntScaleLinear(LearntScaleSummaries, Part):
         normals for draws of the given leading shape; arrays (*shape, L[, p])."""
         tri, _, logw = self._grid_posterior(state)
         u, eps, gam = self._randomness(key, state, shape, 1)
-        log_g = cell_spread(jnp.asarray(self.log_g, u.dtype), *inverse_cdf(u[..., 0], logw))
+        log_g = grid_draw_at(u[..., 0], jnp.asarray(self.log_g, u.dtype), logw)
         return tri, log_g, self._noise(tri, state, log_g, gam), eps
 
     def draw_given_scale(self, key, state: LearntScaleState, log_g) -> jax.Array:
