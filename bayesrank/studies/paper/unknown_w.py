@@ -101,15 +101,18 @@ def policies(env, *, delta: float = 0.1) -> dict:
     }
 
 
-def glm_policies(env, *, delta: float = 0.1, n_max: int = 3_000) -> dict:
+def glm_policies(env, *, delta: float = 0.1, n_max: int = 3_000,
+                 prior_scale=None) -> dict:
     """``{name: factory(seed)}`` of the logistic part: every posterior a
-    ``LaplaceGLM("logistic", prior_scale=1.0, n_max=n_max)`` (size the buffer to the
-    horizon; the fixed scale these results were run with)."""
+    ``LaplaceGLM("logistic", prior_scale=prior_scale, n_max=n_max)`` (size the buffer
+    to the horizon). ``prior_scale=None`` is ``LaplaceGLM()``'s default, theta's
+    prior scale learnt under HalfNormal(1); ``1.0`` the fixed scale of the default
+    before issue 44."""
     V, w, v0, L = env.items, env.w, env.v0, env.L
     alpha = authors_alpha(delta)
 
     def lap():
-        return LaplaceGLM("logistic", prior_scale=1.0, n_max=n_max)
+        return LaplaceGLM("logistic", prior_scale=prior_scale, n_max=n_max)
 
     return {
         "RankTS (known w)": lambda s: RankTS(model=lap(), items=V, w=w, v0=v0, seed=s),
@@ -217,7 +220,8 @@ PARTS = {"d10": (10, "identity"), "d5": (5, "identity"), "d5_logistic": (5, "log
 
 
 def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int = 0,
-                  progress: bool = True, parts=tuple(PARTS), workers: int = 1) -> Path:
+                  progress: bool = True, parts=tuple(PARTS), workers: int = 1,
+                  glm_prior_scale=None) -> Path:
     """Run the study; write regret curves, w-tracking figures, NetCDF and a report.
 
     Args:
@@ -228,6 +232,9 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         parts: which of :data:`PARTS` to run (default all).
         workers: policies played at once (:func:`bayesrank.simulate`; the results do
             not depend on it).
+        glm_prior_scale: the logistic part's ``LaplaceGLM(prior_scale=...)``: None
+            (the default: learnt under HalfNormal(1)) or a number (fixed; 1.0 was the
+            default before issue 44).
 
     Returns:
         The path of ``report_unknown-w.md``.
@@ -253,7 +260,8 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         env = RankingEnv.paper(seed=seed, K=100, L=4, d=d, w_max=10.0, link=link)
         tag = f"d{d}" + ("" if link == "identity" else f"_{link}")
         glm = link != "identity"
-        pols = glm_policies(env, n_max=cfg["T"]) if glm else policies(env)
+        pols = (glm_policies(env, n_max=cfg["T"], prior_scale=glm_prior_scale)
+                if glm else policies(env))
         ds = simulate(env, pols, T=cfg["T"], runs=cfg["runs"], seed=seed,
                       progress=progress, workers=workers)
         ds.attrs["w"] = json.dumps(np.asarray(env.w, float).tolist())
@@ -267,14 +275,17 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
         rows = summary_table(ds)
         model = None
         if glm:
-            model = LaplaceGLM(link, prior_scale=1.0, n_max=cfg["T"])
+            model = LaplaceGLM(link, prior_scale=glm_prior_scale, n_max=cfg["T"])
         track = w_tracking(env, cfg["T"], cfg["track_runs"], seed=seed, model=model)
         _w_figure(track, out / f"unknown_w_{tag}_w.png",
                   f"Posterior of w, RankTS(w=Normal(0, {PRIOR_SD:g})), d={d}, {link}: "
                   f"{track['mean'].shape[0]} runs")
         cov = ", ".join(f"{c:.2f} (round {t})" for t, c in
                         zip(track["rounds"][::3], track["coverage"][::3]))
-        heading = f"d = {d}" + (", logistic link, Laplace posteriors" if glm else "")
+        scale = ("theta's prior scale learnt" if glm_prior_scale is None
+                 else f"prior_scale={glm_prior_scale:g}")
+        heading = f"d = {d}" + (f", logistic link, Laplace posteriors ({scale})"
+                                if glm else "")
         report.append(
             f"### {heading}\n\nw = {np.round(np.asarray(env.w, float), 3).tolist()}"
             " (w_1 multiplies v0 = 0 and stays at its prior).\n\n"
