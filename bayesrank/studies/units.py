@@ -62,8 +62,8 @@ SCALES = {
               "cs": (0.01, 1.0, 100.0), "draws": 200},
     "full": {"K": 100, "d": 10, "rounds": (100, 1000, 3000), "runs": 20,
              "cs": (0.01, 0.1, 1.0, 10.0, 100.0), "draws": 400},
-    # the full instance over fewer rounds and runs (the latent-w logistic rows: a
-    # learnt-tau LatentLaplace round costs about 0.45 s for 10 runs on one core)
+    # the full instance over fewer rounds and runs, for a first look: a latent-w
+    # logistic cell with tau learnt takes 28-41 minutes at full scale on one core
     "medium": {"K": 100, "d": 10, "rounds": (100, 1000), "runs": 10,
                "cs": (0.01, 0.1, 1.0, 10.0, 100.0), "draws": 400},
 }
