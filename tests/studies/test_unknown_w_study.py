@@ -34,3 +34,11 @@ def test_glm_policies_refuse_a_bad_prior_scale():
     env = br.RankingEnv.paper(seed=0, K=6, L=3, d=2, w_max=2.0, link="logistic")
     with pytest.raises(ValueError, match="prior_scale"):
         unknown_w.glm_policies(env, n_max=10, prior_scale=-1.0)["RankTS (known w)"](0)
+
+
+def test_run_unknown_w_refuses_a_bad_prior_scale_before_running_anything(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="prior_scale"):
+        unknown_w.run_unknown_w(out, scale="quick", glm_prior_scale=0.0, progress=False,
+                                parts=("d5", "d5_logistic"))
+    assert not out.exists()

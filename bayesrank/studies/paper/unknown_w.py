@@ -245,6 +245,8 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
         raise ValueError(f"parts: expected names from {sorted(PARTS)}, got {parts!r}")
+    if any(PARTS[p][1] != "identity" for p in parts):  # refuse a bad scale up front
+        LaplaceGLM("logistic", prior_scale=glm_prior_scale, n_max=cfg["T"])
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     report = [
@@ -282,9 +284,7 @@ def run_unknown_w(out="bayesrank-unknown-w", *, scale: str = "full", seed: int =
                   f"{track['mean'].shape[0]} runs")
         cov = ", ".join(f"{c:.2f} (round {t})" for t, c in
                         zip(track["rounds"][::3], track["coverage"][::3]))
-        scale = ("theta's prior scale learnt" if glm_prior_scale is None
-                 else f"prior_scale={glm_prior_scale:g}")
-        heading = f"d = {d}" + (f", logistic link, Laplace posteriors ({scale})"
+        heading = f"d = {d}" + (f", logistic link, Laplace posteriors (`{model!r}`)"
                                 if glm else "")
         report.append(
             f"### {heading}\n\nw = {np.round(np.asarray(env.w, float), 3).tolist()}"
