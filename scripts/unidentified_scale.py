@@ -36,6 +36,7 @@ ROUNDS = (100, 1000, 3000)
 LOG_TAU = np.linspace(np.log(1e-7), np.log(30.0), 500)
 TAU = np.exp(LOG_TAU)
 
+
 def log_uniform(lo: float, hi: float):
     """log density of tau uniform in log tau on (lo, hi), up to a constant."""
     return lambda t: np.where((t > lo) & (t < hi), -np.log(t), -np.inf)
@@ -57,13 +58,13 @@ def coverage(log_prior, theta, s, rng, reps=200, level=0.9):
     """Share of theta's coordinates inside their central ``level`` interval."""
     lo, hi = (1 - level) / 2, (1 + level) / 2
     t2 = TAU[:, None] ** 2
+    log_w = log_prior(TAU) + LOG_TAU  # the hyperprior on the grid of log tau
     inside = []
     for _ in range(reps):
         hat = theta + s * rng.standard_normal(theta.shape)
         for h, sj, th in zip(hat, s, theta):  # one position (its own tau)
             v = t2 + sj**2  # (grid, d)
-            logp = (log_prior(TAU) + LOG_TAU
-                    - 0.5 * np.sum(np.log(v) + h**2 / v, axis=1))
+            logp = log_w - 0.5 * np.sum(np.log(v) + h**2 / v, axis=1)
             wts = np.exp(logp - np.max(logp))
             wts /= wts.sum()
             mean = t2 / v * h
@@ -71,6 +72,11 @@ def coverage(log_prior, theta, s, rng, reps=200, level=0.9):
             cdf = wts @ stats.norm.cdf((th - mean) / sd)  # (d,) mixture CDF at truth
             inside.append((cdf >= lo) & (cdf <= hi))
     return float(np.mean(inside))
+
+
+def _sd(n: int, ex2, shape):
+    """s_j at round n: Fisher information n / 4 * E[x_j^2] per coordinate."""
+    return np.broadcast_to(1.0 / np.sqrt(n * 0.25 * ex2), shape)
 
 
 def main() -> None:
@@ -86,7 +92,7 @@ def main() -> None:
         for c in C:
             cov = []
             for n in ROUNDS:
-                s = np.broadcast_to(1.0 / np.sqrt(n * 0.25 * ex2), theta_true.shape)
+                s = _sd(n, ex2, theta_true.shape)
                 cov.append(coverage(log_prior, c * theta_true, s, rng))
             cells.append(" / ".join(f"{x:.2f}" for x in cov))
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
@@ -95,7 +101,7 @@ def main() -> None:
         tau = c * np.sqrt(1 / 20)
         cov = []
         for n in ROUNDS:
-            s = np.broadcast_to(1.0 / np.sqrt(n * 0.25 * ex2), theta_true.shape)
+            s = _sd(n, ex2, theta_true.shape)
             hat = c * theta_true + s * rng.standard_normal((200, *s.shape))
             m = tau**2 / (tau**2 + s**2) * hat
             sd = np.sqrt(tau**2 * s**2 / (tau**2 + s**2))
