@@ -389,7 +389,9 @@ def timing_table(rows: list[dict], columns: list[str]) -> str:
 
 
 def save(fig, path, dpi: int = 150) -> None:
-    """Save a figure as PNG and close it.
+    """Save a figure as PNG and close it. The image is cropped to what is drawn
+    (``bbox_inches="tight"``), so a title wider than its axes (beside a legend
+    outside them) is not cut at the figure's edge.
 
     Example:
         >>> import os, tempfile, matplotlib.pyplot as plt
@@ -402,5 +404,5 @@ def save(fig, path, dpi: int = 150) -> None:
     """
     import matplotlib.pyplot as plt
 
-    fig.savefig(path, dpi=dpi)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)

@@ -100,3 +100,25 @@ def test_smoothed_curves_start_where_their_window_is_full_and_the_legend_sits_be
     fig = plots.regret_curves(ds.isel(policy=[0, 1]), cumulative=True)
     assert fig.axes[0].lines[0].get_xdata()[0] == 1  # cumulative: every round
     plt.close(fig)
+
+
+def test_a_saved_figure_holds_its_title_beside_an_outside_legend(tmp_path):
+    # the unknown-w study's long title over axes that an outside legend narrows:
+    # every artist's extent (title included) must fit in the saved image
+    rng = np.random.default_rng(2)
+    names = ["RankTS (known w)", "RankTS (latent w)", "GenRankTS",
+             "GenRankUCB (authors' alpha, c1 = 1/4)", "Baseline (RankTS, w = 0)"]
+    ds = _ds(rng.random((5, 4, 300)), names)
+    fig = plots.regret_curves(
+        ds, window=20, title="Unknown w: K=100, L=4, d=5, logistic link, max|w| range 10")
+    dpi = 100
+    fig.set_dpi(dpi)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    drawn = fig.get_tightbbox(renderer)  # inches, figure coordinates
+    title = fig.axes[0].title.get_window_extent(renderer)
+    assert title.x0 < 0  # the case at hand: the title starts left of the figure
+    plots.save(fig, tmp_path / "f.png", dpi=dpi)
+    h, w = plt.imread(tmp_path / "f.png").shape[:2]
+    assert w >= drawn.width * dpi - 1 and h >= drawn.height * dpi - 1
+    assert w >= title.width  # the title's whole width is in the image
