@@ -34,6 +34,7 @@ import numpy as np
 __all__ = [
     "check_array",
     "check_bool",
+    "check_cascade",
     "check_choice",
     "check_int",
     "check_lists",
@@ -226,6 +227,45 @@ def check_bool(value, name: str) -> bool:
     return bool(value)
 
 
+def check_cascade(rewards, name: str = "rewards") -> None:
+    """Refuse click lists a cascade cannot produce (the user examines the list
+    top-down and stops at the first click): an observed position below an unobserved
+    (NaN) one, or a click (1) below the first click. Zeros below the first click are
+    accepted (logs record the clicks never made there as 0).
+
+    Args:
+        rewards: (L,) or (n, L) floats, NaN = not observed; the values already
+            checked to be 0/1.
+        name: the argument's name in the message.
+
+    Raises:
+        ValueError: naming ``name``, the list and the position (both 0-based).
+
+    Example:
+        >>> check_cascade(np.array([0.0, 1.0, 0.0, np.nan]))
+        >>> check_cascade(np.array([0.0, 1.0, 1.0]))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: rewards: a cascade stops at its first click, but list 0 has a ...
+    """
+    rows = np.atleast_2d(np.asarray(rewards, float))
+    seen = np.isfinite(rows)
+    click = seen & (rows == 1)
+    checks = (
+        (seen & (np.cumsum(~seen, axis=1) > 0),
+         "a cascade examines positions top-down, but list {i} has an observed "
+         "reward at position {j} below an unobserved (NaN) one: {lst}"),
+        (click & (np.cumsum(click, axis=1) > 1),
+         "a cascade stops at its first click, but list {i} has a second click "
+         "at position {j}: {lst}"),
+    )
+    for bad, text in checks:
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            lst = rows[i].tolist()
+            raise ValueError(f"{name}: " + text.format(i=i, j=j, lst=lst))
+
+
 def check_choice(value, name: str, choices) -> str:
     """One of ``choices`` (strings), or a ``ValueError`` listing them.
 
@@ -318,7 +358,8 @@ def check_mask(mask, K: int, L: int, distinct: bool, *, batch: bool = False):
     return m
 
 
-def check_reward_support(y, support: str, name: str = "rewards") -> None:
+def check_reward_support(y, support: str, name: str = "rewards", *,
+                         bound: float | None = None, why: str = "") -> None:
     """Host-side check of reward values: finite, and binary or counts if required.
 
     Args:
@@ -326,10 +367,11 @@ def check_reward_support(y, support: str, name: str = "rewards") -> None:
         support: "real", "binary" (values in {0, 1}) or "count" (non-negative
             integers).
         name: the argument name used in error messages.
+        bound, why: None, or the largest magnitude accepted and what it protects.
 
     Raises:
         TypeError: non-numeric rewards.
-        ValueError: NaN or inf, or values outside the support.
+        ValueError: NaN or inf, values outside the support, or beyond ``bound``.
 
     Example:
         >>> import numpy as np
@@ -354,6 +396,10 @@ def check_reward_support(y, support: str, name: str = "rewards") -> None:
         raise ValueError(
             f"{name}: a Poisson likelihood needs non-negative integer rewards"
         )
+    if bound is not None and arr.size and not np.abs(arr).max() <= bound:
+        worst = arr.reshape(-1)[int(np.argmax(np.abs(arr).reshape(-1)))]
+        raise ValueError(f"{name}: expected magnitudes up to {bound:.4g} ({why}), "
+                         f"got {worst:.4g}")
 
 
 def check_seed(seed, name: str = "seed") -> int:

@@ -1,7 +1,7 @@
 """Simulation-based calibration of one registry entry at many seeds: how often does a
 calibrated posterior fail at 1 %, and is one failing seed a fault or chance?
 
-    python scripts/sbc_seeds.py LatentW-learnt-slice-chain --seeds 0-39
+    python scripts/sbc_seeds.py LatentW-learnt-rankts-draw --seeds 0-39
 
 Each seed runs ``bayesrank calibrate --models NAME --seed S`` at full size without
 the by-n sweep (float64, as the CLI runs it) and prints its p-value (Bonferroni over

@@ -70,6 +70,8 @@ HEAVY = (
     # measured at 15-65 s each on a cold cache (2 cores): NUTS and latent-w GLM runs,
     # convergence checks, vmap-against-loop equivalences at larger sizes
     "tests/posteriors/test_latent_glm.py",
+    # 350 s on 2 cores (float64 quadrature over w of the learnt scales' posterior)
+    "tests/posteriors/test_latent_w_summaries.py::test_latent_learnt_scales_match_quadrature_over_w",
     # one wide prior stays in the default tier (Normal(0, 1e6)); each prior compiles anew
     *(f"tests/posteriors/test_latent_w.py::test_wide_and_one_sided_priors_give_the_"
       f"quadrature_mean_and_sd[{name}]" for name in (

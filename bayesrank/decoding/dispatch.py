@@ -54,6 +54,7 @@ Masked items get -inf (never shown). Ties go to the smallest item index at each 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from bayesrank.decoding import native
 from bayesrank.decoding.backward import (
@@ -67,7 +68,13 @@ from bayesrank.decoding.dense import decode_in_jit
 from bayesrank.decoding.monotone import monotone_backward_in_jit
 from bayesrank.decoding.native import ucb_backward_fast
 from bayesrank.decoding.separable import separable_in_jit
-from bayesrank.decoding.spec import METHODS, DecodeSpec, valid_spec, dense_pairs
+from bayesrank.decoding.spec import (
+    METHODS,
+    DecodeSpec,
+    dense_pairs,
+    valid_spec,
+    valid_tables,
+)
 from bayesrank.decoding.window import window_decode
 
 __all__ = [
@@ -120,7 +127,7 @@ def identity_ucb_threshold() -> int:
 def use_fast(spec: DecodeSpec, K: int) -> bool:
     """Whether pairwise tables of K items under ``spec`` take a fast (no K x K)
     backward pass (the kind and ``spec.method`` decide, then K and the backend)."""
-    valid_spec(spec)
+    spec = valid_spec(spec)
     kind, method = spec.kind, spec.method
     if kind not in ("monotone", "bonus") or method == "dense":
         return False
@@ -135,9 +142,30 @@ def use_fast(spec: DecodeSpec, K: int) -> bool:
 
 
 def backward(spec: DecodeSpec, tables, mask) -> Backward:
-    """The backward pass of pairwise tables (a NamedTuple of :mod:`~.spec`); mask (K,)
-    bool."""
-    valid_spec(spec, tables)
+    """The backward pass of pairwise tables over positions L..2.
+
+    Args:
+        spec: a :class:`~bayesrank.decoding.spec.DecodeSpec` of a pairwise kind.
+        tables: the NamedTuple of the spec's kind (:mod:`~.spec`), (L-1, K) fields.
+        mask: (K,) bool, True where an item may be shown.
+
+    Returns:
+        :class:`~bayesrank.decoding.backward.Backward`: ``to_go`` (K,) and ``ptr``
+        (L-1, K) int32.
+
+    Raises:
+        TypeError, ValueError: as :func:`~bayesrank.decoding.spec.valid_tables`.
+    """
+    if mask is None:
+        raise TypeError("mask: expected a (K,) bool array, got None")
+    spec, _, tables, mask = valid_tables(spec, tables, mask=mask)
+    if spec.kind == "window":
+        raise ValueError("spec.kind: window tables have no pairwise backward pass")
+    return _backward(spec, tables, mask)
+
+
+def _backward(spec: DecodeSpec, tables, mask) -> Backward:
+    """:func:`backward` of a checked spec, tables and mask (no checks)."""
     if spec.kind == "separable":
         return backward_separable(tables.A, tables.B, mask)
     if use_fast(spec, mask.shape[-1]):
@@ -161,8 +189,19 @@ def decode_tables(spec: DecodeSpec, first, tables, mask):
             :data:`FAST_K_MONOTONE` for the monotone kind on CPU), "fast" or "dense".
         first: (K,) position 1's scores (None for the window kind).
         tables: the NamedTuple of the spec's kind (:mod:`bayesrank.decoding.spec`)
-            for positions 2..L, or :class:`~bayesrank.decoding.spec.WindowScores`.
-        mask: (K,) bool, True where an item may be shown.
+            for positions 2..L ((L-1, K) fields; (L-1, q, K) ``Ua``/``Ub`` and
+            (L-1,) ``c`` for the bonus kind), or
+            :class:`~bayesrank.decoding.spec.WindowScores`.
+        mask: (K,) bool, True where an item may be shown (None: every item).
+
+    Returns:
+        ``(items, value)``: items (L,) int32 and the list's total score ().
+
+    Raises:
+        TypeError, ValueError: tables, ``first`` or ``mask`` that do not fit the
+            spec or each other, or scores that are not real and finite or ``-inf``
+            (:func:`~bayesrank.decoding.spec.valid_tables`; shapes and dtypes are
+            checked under ``jax.jit`` too, values only for concrete arrays).
 
     Example:
         The tables RankUCB maximised in one round, decoded again, and checked
@@ -185,11 +224,13 @@ def decode_tables(spec: DecodeSpec, first, tables, mask):
         >>> bool(np.isclose(value, best, rtol=1e-5))
         True
     """
-    valid_spec(spec, tables)
+    spec, first, tables, mask = valid_tables(spec, tables, first, mask)
     if spec.kind == "window":
         return window_decode(tables.scores, mask=mask)
+    if mask is None:
+        mask = jnp.ones(tables.A.shape[-1], bool)
     if spec.distinct:
         if spec.kind == "separable":
             return separable_in_jit(first, tables.A, tables.B, distinct=True, mask=mask)
         return decode_in_jit(first, dense_pairs(spec, tables), distinct=True, mask=mask)
-    return pick(first, backward(spec, tables, mask), mask)
+    return pick(first, _backward(spec, tables, mask), mask)

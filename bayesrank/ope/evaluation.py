@@ -32,6 +32,7 @@ from bayesrank.ope.registry import (
     ESTIMATORS,
     _as_estimators,
 )
+from bayesrank.ope.log import examination_of
 from bayesrank.ope.reward_model import _context_of, _items_for, fit_inputs_model
 from bayesrank.ope.target import (
     TargetProbabilities,
@@ -218,7 +219,8 @@ def evaluate(
             refuse_foreign_items(draws.lists, items.shape[0])
         B = n_batches_of(draws, n_batches)
         model = fit_inputs_model(log["lists"].values, rewards, log["v0"].values, draws,
-                                 items, ridge, B, context) if needs_model else None
+                                 items, ridge, B, context,
+                                 **examination_of(log)) if needs_model else None
         key = {ev: "cascade" if ev == "prefix" else ev for ev in EVENTS}
         pi = {ev: probs[key[ev]] for ev in EVENTS}
         inputs = EstimatorInputs(rewards, pscore, pi, self_normalised,

@@ -18,8 +18,21 @@ from bayesrank.ope._common import (
     valid_items,
 )
 from bayesrank.ope._long import columns_to_arrays
+from bayesrank.ope.examination import valid_examination
 
-__all__ = ["PSCORE_VARS", "as_log", "check_log"]
+__all__ = ["PSCORE_VARS", "as_log", "check_log", "examination_of"]
+
+
+def examination_of(log) -> dict:
+    """``{"examined": (n, L) bool or None, "feedback": str or None}`` of a log,
+    checked against its rewards (:func:`~bayesrank.ope.examination.valid_examination`).
+    """
+    ex = log["examined"].values if "examined" in log else None
+    if ex is not None and log["examined"].dims != ("round", "position"):
+        raise ValueError(f"examined: expected dims ('round', 'position'), got "
+                         f"{log['examined'].dims}")
+    ex, fb = valid_examination(log["rewards"].values, ex, log.attrs.get("feedback"))
+    return {"examined": ex, "feedback": fb}
 
 
 
@@ -136,6 +149,8 @@ def as_log(
     *,
     K=None,
     items=None,
+    examined=None,
+    feedback=None,
 ) -> xr.Dataset:
     """A checked log as an :class:`xarray.Dataset` (the format of :mod:`bayesrank.ope`),
     from arrays or from a pandas DataFrame in long format.
@@ -171,6 +186,15 @@ def as_log(
             check its indices against the target's (the policy's) K.
         items: (K, d) the item vectors (d as v0), needed by the model-based
             estimators (``dm``, ``pair_dr``); stored as the variable ``items``.
+        examined: (n, L) bool, whether the user examined each position (so its
+            reward, click or no click, was observed); stored as the variable
+            ``examined``.
+        feedback: the feedback model, ``"full"``, ``"cascade"`` or ``"pbm"``
+            (:mod:`bayesrank.ope.examination`); stored as the attribute
+            ``feedback``. ``"cascade"`` without ``examined``: examined up to the
+            first click. ``examined`` without ``feedback``: ``"full"`` when every
+            position is examined, else ``"cascade"``. Neither: the log as before
+            (a NaN reward is taken as missing at random by dm and pair_dr).
 
     Returns:
         Dataset with dims ("round", "position", "dim") (and "item" with ``items``)
@@ -253,9 +277,14 @@ def as_log(
     refuse_pscore_contradictions(pscores, *pscore_tolerance(dtypes, L))
     if items_a is not None:
         data["items"] = (("item", "dim"), items_a)
+    ex, fb = valid_examination(data["rewards"][1], examined, feedback)
+    if ex is not None:
+        data["examined"] = (("round", "position"), ex)
     ds = xr.Dataset(data)
     if K is not None:
         ds.attrs["K"] = K
+    if fb is not None:
+        ds.attrs["feedback"] = fb
     return ds
 
 
@@ -292,6 +321,7 @@ def check_log(ds, K=None) -> xr.Dataset:
         if name not in ds:
             raise ValueError(f"{name}: missing from the log")
     expected = {"lists": ("round", "position"), "rewards": ("round", "position"),
+                "examined": ("round", "position"),
                 "v0": ("round", "dim"), "items": ("item", "dim"), **PSCORE_VARS}
     for name, dims in expected.items():
         if name in ds and ds[name].dims != dims:
@@ -303,4 +333,5 @@ def check_log(ds, K=None) -> xr.Dataset:
         **{name: ds[name].values for name in PSCORE_VARS if name in ds}, K=K,
         items=ds["items"].values if "items" in ds else None,
     )
+    examination_of(ds)
     return ds

@@ -26,7 +26,8 @@ from bayesrank._validate import (
 )
 from bayesrank.ope.log import as_log
 
-__all__ = ["EpsilonGreedyLogger", "SoftmaxLogger", "UniformLogger", "collect"]
+__all__ = ["EpsilonGreedyLogger", "SoftmaxLogger", "UniformLogger", "collect",
+           "env_feedback"]
 
 
 def _valid_v0s(v0s, n: int | None = None) -> np.ndarray:
@@ -310,4 +311,38 @@ def collect(env, logger, n: int, *, seed: int = 0) -> xr.Dataset:
     lists = np.asarray(logger.sample(rng, v0s), np.int64)
     rewards = np.asarray(env.sample(jax.random.key(seed), lists), float)
     return as_log(lists, rewards, v0s, **logger.propensities(lists, v0s), K=env.K,
-                  items=np.asarray(env.items, float))
+                  items=np.asarray(env.items, float), **env_feedback(env, rewards))
+
+
+def env_feedback(env, rewards) -> dict:
+    """``{"examined", "feedback"}`` of rewards drawn from ``env`` (read from its
+    attributes; :mod:`bayesrank.ope` does not import the environments): an env with a
+    ``feedback`` attribute (:class:`~bayesrank.RankingEnv`) declares it; a click
+    model with an ``examination`` (the PBM) is ``"pbm"`` (examination latent);
+    another click model (one with an ``attraction``: the cascade, DCM, DBN) is
+    ``"cascade"``, with the mask of the positions its draws observed; full feedback
+    stores nothing (the log as before: every reward observed).
+
+    Example:
+        >>> import numpy as np
+        >>> from bayesrank.simulation import CascadeEnv
+        >>> fb = env_feedback(CascadeEnv(np.array([0.5, 0.5]), L=2),
+        ...                   np.array([[1.0, np.nan]]))
+        >>> fb["examined"].tolist(), fb["feedback"]
+        ([[True, False]], 'cascade')
+    """
+    rewards = np.asarray(rewards, float)
+    declared = getattr(env, "feedback", None)
+    if isinstance(declared, str):
+        kind = declared
+    elif hasattr(env, "examination"):
+        kind = "pbm"
+    elif hasattr(env, "attraction"):
+        kind = "cascade"
+    else:
+        kind = "full"
+    if kind == "pbm":
+        return {"feedback": "pbm"}
+    if kind == "cascade":
+        return {"examined": ~np.isnan(rewards), "feedback": "cascade"}
+    return {}  # full feedback: the log as before (no mask, every reward observed)

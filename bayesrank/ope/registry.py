@@ -69,7 +69,10 @@ class _DirectMethod(Estimator):
 
     def estimate(self, inputs: EstimatorInputs) -> Estimate:
         m = _model_of(inputs, self.name)
-        est = dm_estimate(m.D, m.coef, m.prec, m.feats, m.inv)
+        if getattr(m, "exam", None) is not None:  # feedback "cascade"
+            est = m.exam.estimate()
+        else:
+            est = dm_estimate(m.D, m.coef, m.prec, m.feats, m.inv)
         if m.batch_of is None:
             return est
         # a Monte Carlo batch of draws: the mean predicted total of its lists (summed
@@ -79,6 +82,8 @@ class _DirectMethod(Estimator):
 
     def bootstrap(self, inputs: EstimatorInputs, counts) -> np.ndarray:
         m = _model_of(inputs, self.name)  # refitted on every resample
+        if getattr(m, "exam", None) is not None:
+            return m.exam.bootstrap(m.ridge, counts)
         return dm_bootstrap(m.D, m.ridge, m.feats, m.inv, counts)
 
 
@@ -92,15 +97,29 @@ class _PairDR(Estimator):
     self_normalisable = True
 
     def estimate(self, inputs: EstimatorInputs) -> Estimate:
-        return pair_dr(inputs.rewards, inputs.pi["pair"], inputs.pscore["pair"],
-                       q_logged=inputs.q_logged, q_target=inputs.q_target,
+        r, q = _examined_scale(inputs)
+        return pair_dr(r, inputs.pi["pair"], inputs.pscore["pair"],
+                       q_logged=q, q_target=inputs.q_target,
                        self_normalised=inputs.self_normalised)
 
     def bootstrap(self, inputs: EstimatorInputs, counts) -> np.ndarray:
-        M, f = _dr_parts(*_dr_terms(inputs.rewards, inputs.pi["pair"],
-                                    inputs.pscore["pair"], inputs.q_logged,
+        r, q = _examined_scale(inputs)
+        M, f = _dr_parts(*_dr_terms(r, inputs.pi["pair"],
+                                    inputs.pscore["pair"], q,
                                     inputs.q_target), inputs.self_normalised)
         return f(counts @ M / inputs.n)
+
+
+def _examined_scale(inputs):
+    """The rewards and logged predictions pair_dr corrects with: as given, or under
+    feedback "cascade" each examined position's scaled by E_target / E_logged (the
+    target's probability of examining the position over the logged list's, from the
+    model), so that the correction estimates E_target (click - q) at the pair."""
+    m = inputs.reward_model
+    exam = getattr(m, "exam", None)
+    if exam is None:
+        return inputs.rewards, inputs.q_logged
+    return inputs.rewards * exam.dr_scale, inputs.q_logged * exam.dr_scale
 
 
 def _model_of(inputs, name):

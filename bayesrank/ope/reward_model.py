@@ -23,8 +23,9 @@ import copy
 import numpy as np
 
 from bayesrank._validate import check_array
-from bayesrank.ope._common import valid_items
-from bayesrank.ope.direct import design, q_logged, solve, target_features
+from bayesrank.ope._common import Z95, Estimate, valid_items
+from bayesrank.ope.direct import aggregate, design, q_logged, solve, target_features
+from bayesrank.ope.examination import exam_value
 from bayesrank.ope.target import TargetDraws
 
 __all__ = ["fit_inputs_model"]
@@ -54,7 +55,12 @@ class _Model:
     group), feats (G, L, p) the target's mean features, q_logged, q_target (n, L)
     and per Monte Carlo batch feats_b, q_target_b (B, ...)."""
 
-    def __init__(self, lists, rewards, v0s, draws, items, ridge, B, context=None):
+    def __init__(self, lists, rewards, v0s, draws, items, ridge, B, context=None,
+                 examined=None, feedback=None):
+        self.exam = None
+        if feedback == "cascade" and context is not None:
+            raise ValueError("context: dm and pair_dr under feedback 'cascade' do not take "
+                             "a log's context (per-round features) yet")
         self.D = design(lists, rewards, v0s, items, groups=(draws.contexts, draws.inverse),
                         context=context)
         coef, prec = solve(self.D, ridge)
@@ -76,6 +82,10 @@ class _Model:
         self.q_logged = q_logged(self.D, self.coef)
         self.batch_of = None  # the batch index of a batch's model
         self.batch_values = self.q_target_b.sum(axis=2).mean(axis=1)  # (B,) dm per batch
+        if feedback == "cascade":
+            self.exam = _Exam(self, lists, v0s, draws, items, examined, B)
+            self.q_target, self.q_target_b = self.exam.q_target, self.exam.q_target_b
+            self.batch_values = self.q_target_b.sum(axis=2).mean(axis=1)
 
     def batch(self, b: int) -> _Model:
         """The model with the target's features of Monte Carlo batch b."""
@@ -86,12 +96,145 @@ class _Model:
 
 
 def fit_inputs_model(lists, rewards, v0s, draws: TargetDraws, items, ridge=1.0,
-                     n_batches: int = 1, context=None) -> _Model:
+                     n_batches: int = 1, context=None, *, examined=None,
+                     feedback=None) -> _Model:
     """The reward model of :class:`EstimatorInputs` (``reward_model``, with its
     ``q_logged`` and ``q_target``) for a log's arrays and the target's draws;
-    ``context`` (n, c): extra features of every position."""
+    ``context`` (n, c): extra features of every position. ``examined`` (n, L) and
+    ``feedback`` as checked by
+    :func:`~bayesrank.ope.examination.valid_examination`: under ``"cascade"`` the
+    predictions are multiplied by the probability of examining the position
+    (:class:`_Exam`); otherwise the model is as before."""
     return _Model(np.asarray(lists), np.asarray(rewards, float), np.asarray(v0s, float),
-                  draws, items, ridge, n_batches, context)
+                  draws, items, ridge, n_batches, context, examined, feedback)
+
+
+def _draw_features(lists, contexts, items) -> np.ndarray:
+    """(G, m, L, 2d) the pair features of each target draw (lists (G, m, L))."""
+    cur = items[lists]
+    ctx = np.broadcast_to(contexts[:, None, None, :], (*lists.shape[:2], 1, items.shape[1]))
+    return np.concatenate([cur, np.concatenate([ctx, cur[:, :, :-1]], axis=2)], axis=-1)
+
+
+def _clipped(x):
+    """x clipped to [0, 1] and where the clip is inactive (derivative 1)."""
+    return np.clip(x, 0.0, 1.0), (x > 0.0) & (x < 1.0)
+
+
+class _Exam:
+    """The examination part of a reward model under feedback "cascade".
+
+    Three per-position linear models on the pair features: q (the click given
+    examination: the reward model itself, fitted on examined positions), c1 and c0
+    (going on past l after a click / after none, fitted on the examined rounds of
+    each kind). A position whose log shows one outcome only (every clicked round
+    stops: the cascade; every unclicked round goes on) takes that outcome as a
+    constant, so the pure cascade has c1 = 0 and c0 = 1 exactly.
+    """
+
+    def __init__(self, m: _Model, lists, v0s, draws, items, examined, B):
+        n, L = lists.shape
+        r = m.D.r
+        ex = examined
+        click = m.D.obs & (r > 0)
+        self.fits = {"q": (m.D, m.coef, m.prec, None)}
+        const = {}
+        for c, kind in ((1, "c1"), (0, "c0")):
+            y = np.full((n, L), np.nan)
+            fixed = np.full(L, np.nan)
+            for l in range(L - 1):
+                rows = ex[:, l] & (click[:, l] == bool(c))
+                went = ex[rows, l + 1]
+                if went.size == 0:
+                    fixed[l] = 1.0 - c  # never seen: the cascade's step
+                elif went.all() or not went.any():
+                    fixed[l] = float(went[0])
+                else:
+                    y[rows, l] = went
+            fixed[L - 1] = 1.0 - c
+            const[kind] = fixed
+            if np.isnan(fixed).any():
+                D = design(lists, y, v0s, items, groups=(draws.contexts, draws.inverse))
+                coef, prec = solve(D, m.ridge)
+                self.fits[kind] = (D, coef[0], prec[0], fixed)
+        self.const, self.inv, self.n = const, m.inv, n
+        self.X = _draw_features(draws.lists, draws.contexts, items)  # (G, m, L, p)
+        bid = np.arange(draws.lists.shape[1]) % B
+        self.bid, self.B = bid, B
+        vals, E, eq = self.values({k: f[1] for k, f in self.fits.items()})
+        self.eq = eq  # (G, m, L) E_l q_l per draw
+        self.Vg = vals.mean(axis=1)
+        self.q_target = eq.mean(axis=1)[m.inv]
+        self.q_target_b = np.stack([eq[:, bid == b].mean(axis=1) for b in range(B)])[
+            :, m.inv]
+        # pair_dr's weight of an examined position's residual: E_target / E_logged
+        logged = {k: self._logged(k, f[1]) for k, f in self.fits.items()}
+        for k in ("c1", "c0"):
+            logged.setdefault(k, np.broadcast_to(const[k], (n, L)))
+        q = np.clip(logged["q"], 0, 1)
+        g = q * logged["c1"] + (1 - q) * logged["c0"]
+        E_log = np.concatenate([np.ones((n, 1)), np.cumprod(g[:, :-1], axis=1)], axis=1)
+        E_pi = E.mean(axis=1)[m.inv]
+        self.dr_scale = np.where(E_log > 0, E_pi / np.where(E_log > 0, E_log, 1), 0.0)
+
+    def _logged(self, kind, coef):
+        D, _, _, fixed = self.fits[kind]
+        out = q_logged(D, coef)
+        return out if fixed is None else np.where(np.isnan(fixed), out, fixed)
+
+    def _predict(self, coef, fixed):
+        x = np.einsum("gmlp,lp->gml", self.X, coef)
+        x, active = _clipped(x)
+        if fixed is not None:
+            x = np.where(np.isnan(fixed), x, fixed)
+            active = active & np.isnan(fixed)
+        return x, active
+
+    def values(self, coefs, grads=False):
+        """Per-draw values (G, m), E (G, m, L), E q (G, m, L) [, derivatives]."""
+        pred, act = {}, {}
+        for kind in ("q", "c1", "c0"):
+            if kind in self.fits:
+                pred[kind], act[kind] = self._predict(coefs[kind], self.fits[kind][3])
+            else:
+                pred[kind] = np.broadcast_to(self.const[kind], self.X.shape[:3])
+                act[kind] = np.zeros(self.X.shape[:3], bool)
+        v, E, dq, dc1, dc0 = exam_value(pred["q"], pred["c1"], pred["c0"])
+        out = (v, E, E * pred["q"])
+        if grads:
+            d = {"q": dq, "c1": dc1, "c0": dc0}
+            out += ({k: d[k] * act[k] for k in self.fits},)
+        return out
+
+    def estimate(self) -> Estimate:
+        """The DM estimate with its delta-method stderr (each fitted model's
+        coefficients through its sandwich term, as :func:`~bayesrank.ope.direct.dm`)."""
+        n, inv = self.n, self.inv
+        coefs = {k: f[1] for k, f in self.fits.items()}
+        vals, _, _, d = self.values(coefs, grads=True)
+        V = self.Vg[inv]
+        est = float(V.mean())
+        infl = (V - est) / n
+        w = np.bincount(inv, minlength=len(self.Vg)) / n
+        for kind, (D, coef, prec, _) in self.fits.items():
+            cbar = np.einsum("g,gml,gmlp->lp", w, d[kind], self.X) / self.X.shape[1]
+            h = np.linalg.solve(prec, cbar[..., None])[..., 0]
+            e = np.where(D.obs, D.r - q_logged(D, coef), 0.0)
+            u = np.stack([D.X[l][D.inv[l]] @ h[l] for l in range(len(D.X))], axis=1)
+            infl = infl + (u * e).sum(axis=1)
+        se = float(np.sqrt((infl**2).sum() * n / (n - 1))) if n > 1 else float("nan")
+        return Estimate(est, se, est - Z95 * se, est + Z95 * se)
+
+    def bootstrap(self, ridge, counts) -> np.ndarray:
+        """(b,) DM values with every model refitted on each resample."""
+        fitted = {k: solve(f[0], ridge, counts)[0] for k, f in self.fits.items()}
+        cg = aggregate(np.ascontiguousarray(counts.T, dtype=float), self.inv,
+                       len(self.Vg)) / self.n  # (b, G)
+        out = np.empty(counts.shape[0])
+        for b in range(counts.shape[0]):
+            vals = self.values({k: c[b] for k, c in fitted.items()})[0]
+            out[b] = cg[b] @ vals.mean(axis=1)
+        return out
 
 
 def _context_of(log):

@@ -6,8 +6,8 @@ impressions in :mod:`.history`, and the compiled programs it calls in :mod:`.pro
 (each name importable from here too, as before).
 
 A :class:`Policy` is ``(core, state, key, t)``: it checks inputs on the host and adds
-no math: the lists it selects are exactly those of its ``core`` (round t uses the key
-``fold_in(key(seed), t)``, as :func:`bayesrank.simulate` does).
+no math: the lists it selects are exactly those of its ``core`` (round t's key is
+``fold_in(key(seed), t)`` as in :func:`bayesrank.simulate`; past 2**32 :mod:`.rounds`).
 
     policy.select(*, v0=None, mask=None) -> (L,)
     policy.select_batch(v0=None, mask=None, *, n=None) -> (B, L)
@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_int, check_lists, check_seed
+from bayesrank._validate import check_lists, check_seed
 from bayesrank.policies import program
 from bayesrank.policies.checks import (
     as_batch_mask,
@@ -34,6 +34,8 @@ from bayesrank.policies.checks import (
     as_lists_v0,
     as_new_items,
     as_rewards,
+    as_round,
+    refuse_foreign_state,
     refuse_non_model,
     refuse_repeats,
 )
@@ -46,6 +48,7 @@ from bayesrank.policies.model_config import (  # noqa: F401 (re-exported)
     model_from_config,
 )
 from bayesrank.policies.persist import load_policy, save_policy
+from bayesrank.policies.rounds import BLOCK, refuse_last_round, round_args
 
 __all__ = ["Policy", "as_items_w_v0", "as_rewards", "refuse_non_model"]
 
@@ -116,13 +119,15 @@ class Policy(Inspection):
 
     @property
     def t(self) -> int:
-        """The round counter; round t selects with the key ``fold_in(key, t)``."""
+        """The round counter, an int64 in ``[0, 2**63 - 1]`` (setting another value
+        raises naming ``t``; ``load`` refuses a file holding one); round t selects with
+        ``rounds.round_key`` ``(key, t)``, ``fold_in(key, t)`` for t < 2**32."""
         return self._t
 
     @t.setter
     def t(self, value) -> None:
-        self._t = int(value)
-        self._t_dev = None  # the device copy select passes; rebuilt on demand
+        self._t = as_round(value)
+        self._t_dev = None  # the device copies select passes; rebuilt on demand
 
     # ------------------------------------------------------------------ the state
     def flush(self) -> Policy:
@@ -166,6 +171,8 @@ class Policy(Inspection):
 
     @state.setter
     def state(self, value) -> None:
+        if hasattr(self, "_state"):  # the constructor sets the first, unchecked
+            refuse_foreign_state(value, self._state)
         self._pending = None
         self._state = value
 
@@ -203,10 +210,13 @@ class Policy(Inspection):
                 constructor's mask (or every item).
         """
         ctx = self.context(v0, mask)
+        if self._t_dev is None:  # t was set: the key and 32-bit counter to fold
+            refuse_last_round(self._t)
+            self._key_dev, t32 = round_args(self.key, self._t)
+            self._t_dev = jnp.asarray(t32)
         if self._announce:
             self._announce = False
             program.announce(type(self).__name__)
-        t_dev = self._t_dev if self._t_dev is not None else jnp.asarray(self._t)
         old = self._state
         # the pending update (if any) runs inside this select's compiled call, one
         # program for both cases (a select without an update skips it): a new
@@ -214,13 +224,15 @@ class Policy(Inspection):
         pending, apply = self._pending, np.True_
         if pending is None:
             pending, apply = self._no_update, np.False_
-        out, sel, t_next = self._update_select(self.key, t_dev, old, ctx, pending, apply)
+        out, sel, t_next = self._update_select(self._key_dev, self._t_dev, old, ctx,
+                                                pending, apply)
         self._pending = None  # applied above
         self._state = program.merge(out, old)
         self._last, self._last_v0 = sel, ctx.v0
         items = np.asarray(sel.items)
         self._t += 1
-        self._t_dev = t_next
+        # the device counter wraps as fold_in reads it; a 2**32 block: a new key
+        self._t_dev = t_next if self._t % BLOCK else None
         return items
 
     def select_batch(self, v0=None, mask=None, *, n=None) -> np.ndarray:
@@ -235,20 +247,32 @@ class Policy(Inspection):
 
         RankTS makes one independent Thompson draw per request; the UCB policies are
         deterministic, so row b equals ``select(v0=v0[b], mask=mask[b])``. The
-        round counter advances by one.
+        round counter advances by one (at its bound, 2**63 - 1, it raises a
+        ``ValueError`` naming ``t``).
         """
+        refuse_last_round(self.t)
         state, lists = self.select_batch_at(self.state, self.t, v0, mask, n=n)
-        self.state = state
+        self._state = state  # checked by select_batch_at (nothing pending: flushed)
         self.t += 1
         return lists
 
     def select_batch_at(self, state, t, v0=None, mask=None, *, n=None):
         """What :meth:`select_batch` would return at round ``t`` from ``state``:
         ``(new state, (B, L) lists)``, a pure function (the core's compiled
-        ``select_batch``, key ``fold_in(key, t)``); the policy's own state and round
-        counter are neither read nor written (off-policy evaluation draws with it).
-        ``v0``, ``mask``, ``n`` as in :meth:`select_batch`; a ``state`` of another
-        structure, or a ``t`` that is not an int >= 0, raises naming it.
+        ``select_batch``, key ``rounds.round_key`` ``(key, t)``); the policy's
+        own state and round counter are neither read nor written (off-policy
+        evaluation draws with it). Every check runs on the host, before traced code.
+
+        Args:
+            state: a state of this policy's core with its shapes and dtypes
+                (``items`` (Kc, d), the model's arrays (L, ...)); another structure
+                raises ``TypeError``, another shape or dtype (another K, L, d or
+                capacity) ``ValueError``, naming ``state`` and the field.
+            t: the round, an integer in ``[0, 2**63 - 1]``; else naming ``t``.
+            v0, mask, n: as in :meth:`select_batch`.
+
+        Returns:
+            The state after the draws and the (B, L) int lists.
 
         Example:
             >>> import bayesrank as br
@@ -258,11 +282,8 @@ class Policy(Inspection):
             >>> bool((lists == policy.select_batch(n=3)).all()), policy.t
             (True, 1)
         """
-        t = check_int(t, "t", low=0)
-        structure = jax.tree_util.tree_structure
-        if structure(state) != structure(self._state):
-            raise TypeError(f"state: expected a state of this policy's core "
-                            f"({type(self._state).__name__}), got {type(state).__name__}")
+        t = as_round(t)
+        refuse_foreign_state(state, self._state)
         v0s = as_batch_v0(v0, n, self.v0, self.items.shape[1])
         if mask is None:
             m = self._ctx.mask
@@ -270,7 +291,8 @@ class Policy(Inspection):
             m = self._pad_mask(as_batch_mask(mask, self.K, self.L, self.distinct,
                                                 v0s.shape[0]))
         ctxs = Context(jnp.asarray(v0s), m)
-        state, sel = self._select_batch(self.key, t, state, ctxs)
+        key, t32 = round_args(self.key, t)
+        state, sel = self._select_batch(key, t32, state, ctxs)
         return state, np.asarray(sel.items)
 
     def fit(self, log) -> None:
@@ -389,7 +411,7 @@ class Policy(Inspection):
         V = as_new_items(vectors, self.items.shape[1])
         m = V.shape[0]
         K_new = self.K + m
-        self.state = with_items(self.state, self.K, V)
+        self._state = with_items(self.state, self.K, V)  # a grown capacity: flushed
         idx = np.arange(self.K, K_new)
         self.items = np.concatenate([self.items, V])
         if self.mask is not None:

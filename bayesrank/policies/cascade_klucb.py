@@ -162,7 +162,7 @@ class CascadeKLUCB(ClickPolicy):
     @keyword_only("K", "L")
     def __init__(self, K: int, *, L: int):
         K, L = as_k_l(K, L)
-        self._init_click(K, L)
+        self._init_click(K, L, cascade=True)
         self._setup(KLUCBCore(self.items, L), 0)
 
     @classmethod

@@ -123,7 +123,7 @@ class _LinPolicy(ClickPolicy):
     def _init_lin(self, items, L, alpha, seed) -> None:
         V, _, _, L = as_items_w_v0(items, L, None, None)
         K, L = as_k_l(V.shape[0], L)
-        self._init_click(K, L, V)
+        self._init_click(K, L, V, cascade=True)
         self._setup(LinCore(V, L, alpha), seed)
 
     def theta_hat(self) -> np.ndarray:

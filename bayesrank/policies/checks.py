@@ -1,9 +1,10 @@
 """The checks a policy makes on the host before its core runs: the constructor's items,
 weights and v0 (:func:`as_items_w_v0`), the posterior model (:func:`refuse_non_model`),
 the contexts and masks of a batch or of many lists, new item vectors, rewards
-(:func:`as_rewards`), repeated items of a ``distinct=True`` policy, and a
-log to warm start from (:func:`as_fit_log`). Each raises ValueError/TypeError
-naming the argument; none changes any state.
+(:func:`as_rewards`), repeated items of a ``distinct=True`` policy, a
+log to warm start from (:func:`as_fit_log`), a round counter (:func:`as_round`) and
+a state passed in by the caller (:func:`refuse_foreign_state`). Each raises
+ValueError/TypeError naming the argument; none changes any state.
 
 Example:
     >>> import numpy as np
@@ -14,11 +15,13 @@ Example:
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from bayesrank._validate import check_array, check_int, check_mask, check_v0
 
 __all__ = [
+    "MAX_ROUND",
     "as_batch_mask",
     "as_batch_v0",
     "as_fit_log",
@@ -26,8 +29,13 @@ __all__ = [
     "as_lists_v0",
     "as_new_items",
     "as_rewards",
+    "as_round",
+    "refuse_foreign_state",
     "refuse_non_model",
 ]
+
+#: The largest round counter a policy holds: an int64, as a saved file stores it.
+MAX_ROUND = 2**63 - 1
 
 
 def as_items_w_v0(items, L, w, v0):
@@ -94,10 +102,8 @@ def as_rewards(rewards, shape, model) -> np.ndarray:
             )
         observed = r[seen]
     check = getattr(model, "check_rewards", None)
-    # real-valued likelihoods ask for finite rewards only: checked above
-    if check is not None and observed.size and getattr(
-        model, "reward_support", None
-    ) != "real":
+    # real-valued likelihoods too: a bound on the magnitude (docs/units.md)
+    if check is not None and observed.size:
         check(observed)
     return r
 
@@ -203,3 +209,76 @@ def as_new_items(vectors, d: int) -> np.ndarray:
     if not np.all(np.isfinite(V)):
         raise ValueError("vectors: expected finite values, found NaN or inf")
     return V
+
+
+def as_round(t, name: str = "t") -> int:
+    """A round counter: an integer (Python or NumPy, not a bool) in
+    ``[0, MAX_ROUND]`` (``2**63 - 1``, an int64), as a Python int.
+
+    Raises:
+        TypeError: ``t`` is not an integer.
+        ValueError: ``t`` is negative or past ``MAX_ROUND``.
+    """
+    t = check_int(t, name, low=0)
+    if t > MAX_ROUND:
+        raise ValueError(f"{name}: expected a round counter <= 2**63 - 1 (an int64), "
+                         f"got {t}")
+    return t
+
+
+def _leaf_dtype(x):
+    dtype = getattr(x, "dtype", None)
+    dtype = np.asarray(x).dtype if dtype is None else dtype
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return dtype
+    try:
+        return jax.dtypes.canonicalize_dtype(dtype)  # what the compiled call receives
+    except (TypeError, ValueError):  # no JAX dtype (strings, objects): as it is
+        return dtype
+
+
+def refuse_foreign_state(state, ref, name: str = "state") -> None:
+    """Raise unless ``state`` is a state of the same core as ``ref`` (the policy's
+    own): the same pytree structure and, leaf by leaf, the same shape and dtype (a
+    NumPy float64 leaf where JAX runs in float32 counts as float32, as the compiled
+    call would receive it). Nothing is traced or changed.
+
+    Args:
+        state: the pytree (NamedTuple of arrays) a caller passes in.
+        ref: the policy's own state, e.g. a ``PolicyState`` with ``model``
+            (per-position arrays, leading axis L), ``est``, ``items`` (Kc, d) and
+            ``active`` (Kc,).
+        name: the argument's name in the message.
+
+    Raises:
+        TypeError: another structure (another core's state, None, ...), naming
+            ``name`` and the first field that differs.
+        ValueError: a leaf of another shape or dtype (a policy of another K, L, d
+            or capacity), naming ``name`` and the field's path, e.g. "state:
+            expected the policy's state, field model.prec has shape (4, 5, 5),
+            expected (3, 5, 5)".
+    """
+    flat, tree = jax.tree_util.tree_flatten_with_path(state)
+    ref_flat, ref_tree = jax.tree_util.tree_flatten_with_path(ref)
+
+    def field(path) -> str:
+        return jax.tree_util.keystr(path).lstrip(".")
+
+    if tree != ref_tree:
+        paths = [field(p) for p, _ in flat]
+        ref_paths = [field(p) for p, _ in ref_flat]
+        detail = next((f"; its field {a or '(root)'} stands where the policy's "
+                       f"{b or '(root)'} does" for a, b in zip(paths, ref_paths)
+                       if a != b), "")
+        if not detail and len(paths) != len(ref_paths):
+            detail = f"; it holds {len(paths)} arrays, the policy's {len(ref_paths)}"
+        raise TypeError(f"{name}: expected a state of this policy's core "
+                        f"({type(ref).__name__}), got {type(state).__name__}{detail}")
+    for (path, x), (_, r) in zip(flat, ref_flat):
+        what = f"{name}: expected the policy's state, field {field(path)}"
+        shape, want = tuple(np.shape(x)), tuple(np.shape(r))
+        if shape != want:
+            raise ValueError(f"{what} has shape {shape}, expected {want}")
+        dtype, want_dtype = _leaf_dtype(x), _leaf_dtype(r)
+        if dtype != want_dtype:
+            raise ValueError(f"{what} has dtype {dtype}, expected {want_dtype}")

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._static import Part
-from bayesrank._validate import check_int
+from bayesrank._validate import check_cascade, check_int
 from bayesrank.policies.base import Policy
 from bayesrank.policies.context import Context
 from bayesrank.policies.core import PolicyState, Selection
@@ -120,9 +120,17 @@ class ClickCore(Part):
 
 
 class _Clicks:
-    """The reward check of every click baseline: clicks 1/0, NaN = not observed."""
+    """The reward checks of the click baselines: clicks 1/0, NaN = not observed.
+
+    ``check_rewards`` sees the observed values (any click model: 1/0 only); with
+    ``cascade=True`` :meth:`ClickPolicy.update` also refuses whole lists a cascade
+    cannot produce (:func:`~bayesrank._validate.check_cascade`).
+    """
 
     reward_support = "binary"
+
+    def __init__(self, cascade: bool = False):
+        self.cascade = cascade
 
     @staticmethod
     def check_rewards(y) -> None:
@@ -130,8 +138,18 @@ class _Clicks:
         if np.any(bad):
             raise ValueError(
                 "rewards: expected clicks 1.0/0.0 (NaN = not observed), got "
-                f"{np.asarray(y)[bad][0]!r}"
+                f"{float(np.asarray(y)[bad][0])!r}"
             )
+
+
+def _numeric(rewards) -> np.ndarray | None:
+    """Rewards as a float array, or None where they are not numbers (the shared
+    checks of ``Policy.update`` word that refusal)."""
+    try:
+        arr = np.asarray(rewards)
+    except (TypeError, ValueError):
+        return None
+    return arr.astype(float) if arr.dtype.kind in "biuf" else None
 
 
 def as_k_l(K, L) -> tuple[int, int]:
@@ -162,13 +180,36 @@ class ClickPolicy(Policy):
     _array_args: tuple[str, ...] = ()
     distinct = True
 
-    def _init_click(self, K: int, L: int, items=None) -> None:
+    def _init_click(self, K: int, L: int, items=None, *, cascade: bool = False) -> None:
         self.K, self.L = K, L
         self.items = np.zeros((K, 1)) if items is None else items
         self.w = np.zeros(L)
         self.v0 = np.zeros(self.items.shape[1])
         self.mask = None
-        self.model = _Clicks()
+        self.model = _Clicks(cascade)
+
+    def update(self, items, rewards, *, v0=None) -> None:
+        """Learn from shown lists, as :meth:`Policy.update
+        <bayesrank.policies.base.Policy.update>`: items (L,) or (n, L), rewards of the
+        same shape, clicks 1.0/0.0 with NaN where not observed.
+
+        A cascade baseline (CascadeKLUCB, CascadeLinTS, CascadeLinUCB) also refuses
+        lists its model cannot produce: an observed position below a NaN one, or a
+        click below the first click (zeros there are accepted and ignored).
+
+        Raises:
+            ValueError, TypeError: bad items or rewards (naming them); the policy's
+                state is left exactly as it was.
+        """
+        r = _numeric(rewards)
+        if r is not None and r.shape == np.shape(items) and r.ndim in (1, 2) \
+                and r.shape[-1] == self.L:
+            observed = r[np.isfinite(r)]
+            if observed.size:
+                self.model.check_rewards(observed)
+            if self.model.cascade:
+                check_cascade(r)
+        super().update(items, rewards, v0=v0)
 
     def _config(self) -> dict:
         return {"K": self.K, "L": self.L}

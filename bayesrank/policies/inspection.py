@@ -10,12 +10,12 @@ history and compiled programs and changes none of them.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_position
 from bayesrank.policies.context import check_v0
+from bayesrank.policies.rounds import posterior_key
 
 __all__ = ["Inspection"]
 
@@ -77,7 +77,7 @@ class Inspection:
         ``to_datatree`` (e.g. ``chains``, ``draws``).
         """
         check_position(position, self.L)
-        key = jax.random.fold_in(self.key, 2**31 - 1 - self.t)
+        key = posterior_key(self.key, self.t)
         # One protocol: models that keep only sufficient statistics read ``data``;
         # models with their own (possibly windowed) buffers ignore it.
         items, rewards, v0s = self._history_arrays()

@@ -1,7 +1,10 @@
 """A policy's posterior model in a saved file: :func:`model_config` describes it by
 its class name and ``config()``; :func:`model_from_config` rebuilds it, looking the
 class up only among :mod:`bayesrank.posteriors`' own (``__all__``), never importing
-what the file names (:mod:`.persist` reads and writes the file).
+what the file names (:mod:`.persist` reads and writes the file). Files of earlier
+versions name a learnt scale's part, ``"LearntScaleLinear"`` or
+``"LearntScaleLaplace"``, where the model was built by ``GaussianLinear(...)`` or
+``LaplaceGLM(...)``: they rebuild that model (:data:`FORMER`).
 
 Example:
     >>> import bayesrank as br
@@ -9,12 +12,20 @@ Example:
     >>> cfg["class"], type(model_from_config(cfg)).__name__
     ('LaplaceGLM', 'LaplaceGLM')
     >>> model_config(br.LaplaceGLM(link="probit"))["class"]  # the learnt default
-    'LearntScaleLaplace'
+    'LaplaceGLM'
+    >>> old = {"class": "LearntScaleLaplace",                  # an earlier version's
+    ...        "config": model_config(br.LaplaceGLM(link="probit"))["config"]}
+    >>> type(model_from_config(old)).__name__
+    'LaplaceGLM'
 """
 
 from __future__ import annotations
 
-__all__ = ["model_config", "model_from_config"]
+__all__ = ["FORMER", "model_config", "model_from_config"]
+
+#: The class names earlier versions wrote for a model whose constructor returned its
+#: learnt-scale part, and the model that holds that part now.
+FORMER = {"LearntScaleLinear": "GaussianLinear", "LearntScaleLaplace": "LaplaceGLM"}
 
 
 def model_config(model) -> dict:
@@ -34,6 +45,7 @@ def model_from_config(cfg: dict, override=None):
     if override is not None:
         return override
     name = cfg.get("class")
+    name = FORMER.get(name, name)
     known = {n: getattr(posteriors, n) for n in getattr(posteriors, "__all__", ())}
     cls = known.get(name)
     if cls is None or not hasattr(cls, "from_config") or cfg.get("config") is None:

@@ -2,9 +2,10 @@
 
 The file holds the state's arrays (``state_<i>``, typed PRNG keys as their key data),
 the constructor arrays (``arg_<name>``), the kept history and ``config_json`` (the
-class, the format version, the bayesrank version, seed, round counter, the policy's
-configuration). ``save`` writes a temporary file beside the target and renames it, so
-a crash never leaves half a file under the target's name.
+class, the format version, the bayesrank version, seed, round counter (a JSON
+integer in ``[0, 2**63 - 1]``, the policy's int64 counter; load refuses one outside
+it), the policy's configuration). ``save`` writes a temporary file beside the target
+and renames it, so a crash never leaves half a file under the target's name.
 
 ``load`` trusts nothing in the file:
 
@@ -39,8 +40,11 @@ checks it against L, and the chain's w must lie in its support).
 
 Format history: 1 (no version, no ``history_v0``, no ``max_history``), 2 (conjugate
 states without the compensation terms ``prec_lo``/``b_lo``), 3 (no digest), 4
-(current). Older files are migrated on load: format 1's history v0 is taken as the
-policy's v0; formats 1-2 get zero compensation terms (the plain sums they stored).
+(a latent w's sums of a and p: ``Saa, Sap, Spp, ba, bp``), 5 (current: of the
+difference c = a - p and p). Older files are migrated on load: format 1's history
+v0 is taken as the policy's v0; formats 1-2 get zero compensation terms (the plain
+sums they stored); formats 1-4 of a latent w get ``Scc = Saa - Sap - Sap^T + Spp``,
+``Scp = Sap - Spp``, ``bc = ba - bp`` (in float64, then the state's dtype).
 Files of formats 1-3, written before the digest existed, load without one, through
 all the other checks (a format-4 file without its digest is refused).
 """
@@ -59,6 +63,7 @@ import numpy as np
 
 from bayesrank._validate import check_int, is_integer
 from bayesrank._version import __version__
+from bayesrank.policies.checks import as_round
 from bayesrank.policies.history import DEFAULT_CAPACITY, as_capacity
 from bayesrank.policies.persist_checks import (
     _Bad,
@@ -77,12 +82,28 @@ from bayesrank.posteriors.w_prior import (
 __all__ = ["FORMAT", "load_policy", "save_policy"]
 
 #: The file format this version writes (and the newest it reads).
-FORMAT = 4
+FORMAT = 5
 #: The first format with a content digest.
 _DIGEST_SINCE = 4
 
 #: State fields added in format 3 (conjugate models' compensated sums).
 _ADDED_IN_3 = ("prec_lo", "b_lo")
+#: State fields added without a format change, told by the count of leaves and filled
+#: with ones where a file has none: the learnt-scale conjugate model's reward scale (a
+#: file without it holds sums in the rewards' own units, which a scale of 1 means).
+_ADDED_BY_COUNT = ("scale",)
+
+
+def _migrate_to_5(ref_state, leaves: list) -> list:
+    """A latent w's sums of a and p (formats 1-4) as sums of c = a - p and p."""
+    if type(ref_state.model).__name__ != "LatentWState":
+        return leaves
+    Saa, Sap, Spp, ba, bp = (np.asarray(x, np.float64) for x in leaves[:5])
+    if Saa.ndim != 3 or not (Saa.shape == Sap.shape == Spp.shape):
+        return leaves  # the shape checks name what is wrong
+    SapT = np.swapaxes(Sap, -1, -2)
+    new = (Saa - Sap - SapT + Spp, Sap - Spp, Spp, ba - bp, bp)
+    return [n.astype(np.asarray(o).dtype) for n, o in zip(new, leaves[:5])] + leaves[5:]
 
 
 def _as_path(path) -> Path:
@@ -224,7 +245,12 @@ def _config(data: dict, cls) -> dict:
     if cfg.get("class") != cls.__name__:
         raise _Bad(f"the file holds a {cfg.get('class')!r}, not a {cls.__name__}")
     for name, low in (("seed", 0), ("t", 0), ("K", 1), ("n_state", 1)):
-        _int(cfg, name, low)
+        v = _int(cfg, name, low)
+        if name == "t":  # the round counter: an int64, as the policy holds it
+            try:
+                as_round(v, "config_json: t")
+            except ValueError as e:
+                raise _Bad(str(e)) from None
     keys = cfg.get("key_leaves", [])
     if not isinstance(keys, list) or not all(
         is_integer(k) and 0 <= k < cfg["n_state"]
@@ -242,17 +268,18 @@ def _config(data: dict, cls) -> dict:
     return cfg
 
 
-def _migrate_to_3(ref_state, leaves: list, keys: set):
-    """Insert zero compensation terms where a format-1/2 file has none."""
+def _migrate_to_3(ref_state, leaves: list, keys: set, names=_ADDED_IN_3, fill=0):
+    """Insert zero compensation terms where a format-1/2 file has none (or, with
+    ``names`` and ``fill``, other fields added since a file was written)."""
     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(ref_state)[0]]
     added = [i for i, p in enumerate(paths)
-             if getattr(p[-1], "name", None) in _ADDED_IN_3]
+             if getattr(p[-1], "name", None) in names]
     if not added or len(leaves) != len(paths) - len(added):
         return leaves, len(leaves), keys
     ref = jax.tree_util.tree_leaves(ref_state)
     out = list(leaves)
     for i in added:  # ascending: each insertion lands at its final index
-        out.insert(i, np.zeros(np.shape(ref[i]), np.asarray(ref[i]).dtype))
+        out.insert(i, np.full(np.shape(ref[i]), fill, np.asarray(ref[i]).dtype))
     old_to_new = [i for i in range(len(out)) if i not in added]
     return out, len(out), {old_to_new[k] for k in keys if k < len(old_to_new)}
 
@@ -280,6 +307,9 @@ def _build(cls, path: Path, data: dict, cfg: dict, overrides: dict, w_prior=None
     leaves = [data[f"state_{i}"] for i in range(n_state)]
     if cfg["format"] < 3:
         leaves, n_state, keys = _migrate_to_3(obj.state, leaves, keys)
+    leaves, n_state, keys = _migrate_to_3(obj.state, leaves, keys, _ADDED_BY_COUNT, 1)
+    if cfg["format"] < 5:
+        leaves = _migrate_to_5(obj.state, leaves)
     n_model = len(jax.tree_util.tree_leaves(obj.state.model))
     n_est = len(jax.tree_util.tree_leaves(obj.state.est))
     if n_model + n_est >= n_state:
@@ -288,7 +318,7 @@ def _build(cls, path: Path, data: dict, cfg: dict, overrides: dict, w_prior=None
     if items_cap.ndim == 2 and items_cap.shape[0] != obj.state.items.shape[0]:
         if items_cap.shape[0] < obj.K:
             raise _Bad(f"state_{n_model + n_est}: fewer item rows than K={obj.K}")
-        obj.state = obj.state._replace(  # the capacity grew by add_items
+        obj._state = obj.state._replace(  # the capacity grew by add_items
             items=jnp.zeros(items_cap.shape, obj.state.items.dtype),
             active=jnp.zeros(items_cap.shape[0], bool),
         )
@@ -315,7 +345,7 @@ def _build(cls, path: Path, data: dict, cfg: dict, overrides: dict, w_prior=None
     if active.sum() != obj.K or not active[: obj.K].all():
         raise _Bad(f"state: the active items do not match K={obj.K}")
     _refuse_bad_state(obj, state, ref_items)
-    obj.state = state
+    obj._state = state  # checked above, leaf by leaf, against a fresh one
     obj.t = cfg["t"]
     obj._default_ctx()
     items, rewards, v0s = _valid_history(data, cfg, obj)

@@ -2,8 +2,11 @@
 
 Every array against a freshly built state (dtype, shape, finite, counts >= 0), the
 Cholesky factors against their precisions, the Gram blocks symmetric positive
-semi-definite, a latent w's chain inside its prior's support, and the kept history
-(the list of invariants: :mod:`bayesrank.policies.persist`). Each failure raises
+semi-definite, a latent w's chain inside its prior's support, the posterior
+family's own invariants (its model's ``validate_loaded(state, "model")``, where it has
+one: a Laplace model's buffered rewards in its link's support, zero rows past the
+counts), and the kept history, its observed rewards in the model's support (the list
+of invariants: :mod:`bayesrank.policies.persist`). Each failure raises
 ``_Bad`` (a ValueError) naming the field; ``load`` adds the path.
 
 Example:
@@ -22,6 +25,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from bayesrank._validate import check_reward_support
 
 __all__: list[str] = []
 
@@ -125,15 +130,18 @@ def _refuse_bad_state(obj, state, ref_items: np.ndarray) -> None:
             raise _Bad(f"{what}: expected values > 0, found {a.min()}")
         if len(p) == 2 and getattr(p[0], "name", None) == "model":
             fields[field] = (what, a)
-    if all(k in fields for k in ("Saa", "Sap", "Spp")):
-        (wa, saa), (_, sap), (wp, spp) = fields["Saa"], fields["Sap"], fields["Spp"]
+    # the Gram blocks of the pair features: (a, p) for LatentLaplace, (a - p, p) for
+    # LatentW; both joints are Gram matrices
+    first = ("Saa", "Sap") if "Saa" in fields else ("Scc", "Scp")
+    if all(k in fields for k in (*first, "Spp")):
+        (wa, saa), (_, sap), (wp, spp) = fields[first[0]], fields[first[1]], fields["Spp"]
         n = fields["n"][1] if "n" in fields else np.zeros(1)
         tol = _gram_tol(saa, float(np.max(n, initial=0.0)))
         for what, a in ((wa, saa), (wp, spp)):
             _refuse_non_psd(_valid_symmetric(a, tol, what), tol, what)
         joint = np.concatenate([np.concatenate([saa, sap], -1),
                                 np.concatenate([np.swapaxes(sap, -1, -2), spp], -1)], -2)
-        _refuse_non_psd(joint.astype(float), tol, f"{wa}, Sap and Spp together")
+        _refuse_non_psd(joint.astype(float), tol, f"{wa}, {first[1]} and Spp together")
     if all(k in fields for k in ("S", "u", "q")):  # a learnt-scale model's sums
         (ws, S), (_, u), (_, q) = fields["S"], fields["u"], fields["q"]
         n = fields["n"][1] if "n" in fields else np.zeros(1)
@@ -152,11 +160,37 @@ def _refuse_bad_state(obj, state, ref_items: np.ndarray) -> None:
         if not np.all(inside):
             raise _Bad(f"{what}: the chain's w {w.tolist()} lies outside the support "
                        f"{prior.support} of the prior on w")
+    _refuse_bad_family_state(obj, state)
     items = np.asarray(state.items)
     K = obj.K
     if not np.array_equal(items[:K], ref_items) or np.any(items[K:]):
         raise _Bad(f"{name('.items')}: the item vectors do not match arg_items "
                    "(zeros past K)")
+
+
+def _refuse_bad_family_state(obj, state) -> None:
+    """The posterior family's own invariants on its state (its ``validate_loaded``, for
+    the families that state theirs: a Laplace model's rewards in its link's support,
+    zero buffer rows past the counts), named by field path (``model.fit.y: ...``)."""
+    check = getattr(getattr(obj, "model", None), "validate_loaded", None)
+    if check is None:
+        return
+    try:
+        check(state.model, "model")
+    except (TypeError, ValueError) as e:
+        raise _Bad(str(e)) from None
+
+
+def _refuse_unsupported_rewards(rewards: np.ndarray, obj) -> None:
+    """The kept rewards observed (not NaN) in the model's support, as ``update``
+    asks (a Bernoulli link: {0, 1}; a Poisson one: counts)."""
+    support = getattr(getattr(obj, "model", None), "reward_support", None)
+    if support not in ("binary", "count"):
+        return
+    try:
+        check_reward_support(rewards[~np.isnan(rewards)], support, "history_rewards")
+    except (TypeError, ValueError) as e:
+        raise _Bad(str(e)) from None
 
 
 def _valid_history(data: dict, cfg: dict, obj) -> tuple:
@@ -181,6 +215,7 @@ def _valid_history(data: dict, cfg: dict, obj) -> tuple:
                    f"{rewards.dtype}{rewards.shape}")
     if np.any(np.isinf(rewards)):
         raise _Bad("history_rewards: expected finite rewards or NaN, found inf")
+    _refuse_unsupported_rewards(rewards, obj)
     if v0s.shape != (n, d) or v0s.dtype.kind != "f" or not np.all(np.isfinite(v0s)):
         raise _Bad(f"history_v0: expected finite floats of shape ({n}, {d})")
     return items, rewards, np.asarray(v0s)

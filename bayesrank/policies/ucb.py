@@ -359,8 +359,8 @@ class RankUCB(UCBPolicy):
         >>> import jax, bayesrank as br
         >>> env = br.RankingEnv.paper(seed=0, K=10, L=4)
         >>> ucb = br.RankUCB(items=env.items, w=env.w)   # learnt scales, Lemma 1
-        >>> type(ucb.model).__name__
-        'LearntScaleLinear'
+        >>> type(ucb.model).__name__, ucb.model.learnt_scale
+        ('GaussianLinear', True)
         >>> items = ucb.select()
         >>> ucb.update(items, env.sample(jax.random.key(0), items))
         >>> br.RankUCB(items=env.items, w=env.w, alpha=2.224).select().shape

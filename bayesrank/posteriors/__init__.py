@@ -4,12 +4,14 @@ Conjugate Gaussian models (exact, closed form) live in :mod:`.gaussian` (known n
 and :mod:`.unknown_noise` (Normal-Inverse-Gamma), their shared core in
 :mod:`.conjugate` and :mod:`.prior_checks`, their host-side sampler in
 :mod:`.host_sampler`; the linear algebra (compensated sums included) they share with
-the UCB policies in :mod:`.linalg`; the default that learns the
-prior's and the noise's scale (``GaussianLinear()``) in :mod:`.scaled`; the ArviZ DataTree
+the UCB policies in :mod:`.linalg`; the part that learns the
+prior's and the noise's scale (:class:`LearntScaleLinear`, held by ``GaussianLinear()``,
+the default) in :mod:`.scaled`, and ``LaplaceGLM()``'s (:class:`LearntScaleLaplace`) in
+:mod:`.laplace_scaled`; the ArviZ DataTree
 builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
 :mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
 conjugate models does not import NumPyro. :mod:`.laplace` holds the Laplace GLM
-(pure JAX); :mod:`.latent_w` the conjugate posterior over (theta, w) when the
+(pure JAX; its fixed-scale fit in :mod:`.laplace_fixed`); :mod:`.latent_w` the conjugate posterior over (theta, w) when the
 dependency weights are unknown, :mod:`.latent_laplace` its GLM form, :mod:`.latent_nuts`
 the NUTS form and :mod:`.latent` which one a model becomes; :func:`register_model` (:mod:`.registry`) names user model functions for
 save/load.

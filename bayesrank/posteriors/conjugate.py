@@ -24,7 +24,30 @@ from bayesrank.posteriors.base import check_reward_support
 from bayesrank.posteriors.linalg import refined_mean, two_sum
 from bayesrank.posteriors.prior_checks import _valid_discount, _valid_L_p, _valid_prior
 
-__all__: list[str] = []
+__all__ = ["reward_bound"]
+
+
+def reward_bound(dtype=None, *, square_unit=None, over=1.0) -> tuple[float, str]:
+    """The largest reward magnitude a conjugate model takes in ``dtype`` (None: the
+    default float, float32 unless x64 is on) and why (docs/units.md):
+    ``2^(maxexp - 28) min(1, over)`` (float32: 2^100 = 1.3e30; a score sums L
+    rewards; ``over``: a model whose sums hold rewards over s^2 passes s^2), and at
+    most ``square_unit 2^(maxexp/2 - 14)`` (float32: 2^50) where the sums hold
+    squared rewards in units of ``square_unit``.
+
+    Example:
+        >>> reward_bound("float32", square_unit=1.0)
+        (1125899906842624.0, 'float32: the sums hold their squares over 1.0^2')
+    """
+    dtype = jnp.dtype(jnp.result_type(float) if dtype is None else dtype)
+    maxexp = int(jnp.finfo(dtype).maxexp)
+    bound, why = 2.0 ** (maxexp - 28), f"{dtype.name}: a score sums L of them"
+    if over < 1.0:
+        bound, why = bound * over, f"{dtype.name}: the sums hold them over {over:g}"
+    if square_unit is not None and square_unit * 2.0 ** (maxexp // 2 - 14) < bound:
+        bound = float(square_unit) * 2.0 ** (maxexp // 2 - 14)
+        why = f"{dtype.name}: the sums hold their squares over {square_unit!r}^2"
+    return bound, why
 
 
 class _ConjugateLinear(Part):
@@ -133,8 +156,30 @@ class _ConjugateLinear(Part):
         )
 
     def check_rewards(self, y) -> None:
-        """Host-side check: finite real rewards (raises ValueError/TypeError)."""
-        check_reward_support(y, "real", name="rewards")
+        """Host-side check: finite real rewards within :meth:`reward_bound` (raises
+        ValueError/TypeError naming ``rewards``)."""
+        bound, why = self.reward_bound()
+        check_reward_support(y, "real", name="rewards", bound=bound, why=why)
+
+    def reward_bound(self, dtype=None) -> tuple[float, str]:
+        """The largest reward magnitude taken (:func:`reward_bound`)."""
+        return reward_bound(dtype)
+
+    def validate_loaded(self, state, name: str = "model") -> None:
+        """Host-side check of a state read from a file (``load`` calls it), beside the
+        loader's generic ones (the factor lower triangular and matching prec): the
+        carried ``logdet`` is the factor's, ``2 sum log diag(chol)``.
+
+        Raises:
+            ValueError: naming ``name.logdet`` and what was expected.
+        """
+        chol = np.asarray(state.chol, float)
+        want = 2.0 * np.sum(np.log(np.abs(np.diagonal(chol, axis1=-2, axis2=-1))), -1)
+        got = np.asarray(state.logdet, float)
+        if not np.all(np.abs(got - want) <= 1e-3 * (1.0 + np.abs(want))):
+            k = int(np.argmax(np.abs(got - want)))
+            raise ValueError(f"{name}.logdet: expected log det prec = {want[k]:.6g} "
+                             f"(from chol) at position {k}, got {got[k]:.6g}")
 
     def gram(self, state):
         """The posterior precision's lower Cholesky factor and its log det over the
@@ -199,10 +244,13 @@ class _ConjugateLinear(Part):
         return check_int(draws, "draws", low=1), check_int(chains, "chains", low=1)
 
     @classmethod
-    def _from_config_common(cls, cfg: dict) -> dict:
+    def _from_config_common(cls, cfg: dict, expected: str | None = None) -> dict:
+        """The constructor arguments of a config whose ``class`` is ``expected``
+        (default: this class's name)."""
+        expected = cls.__name__ if expected is None else expected
         if not isinstance(cfg, dict):
             raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
-        name = cfg.get("class", cls.__name__)
-        if name != cls.__name__:
-            raise ValueError(f"cfg: describes a {name!r}, not a {cls.__name__!r}")
+        name = cfg.get("class", expected)
+        if name != expected:
+            raise ValueError(f"cfg: describes a {name!r}, not a {expected!r}")
         return {k: v for k, v in cfg.items() if k != "class"}

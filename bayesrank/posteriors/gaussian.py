@@ -38,6 +38,9 @@ so ``P_n = P0 + sum_k gamma^(n-k) x_k x_k^T / s^2``: the prior keeps its full we
 observations (it never collapses to a point), and a position that is not shown
 (``valid`` False) is left exactly as it was.
 
+``GaussianLinear(...)`` holds :class:`FixedScaleLinear` (the update above) where both
+scales are numbers, else :class:`~bayesrank.posteriors.scaled.LearntScaleLinear`.
+
 The Normal-Inverse-Gamma model (noise variance learnt),
 :class:`~bayesrank.posteriors.unknown_noise.GaussianLinearUnknownNoise`, lives in
 :mod:`.unknown_noise` (re-exported here); what both share (prior, forgetting, shape
@@ -66,25 +69,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesrank._static import Part
+from bayesrank.model.links import Link
 from bayesrank.posteriors import linalg
-from bayesrank.posteriors.conjugate import _ConjugateLinear
+from bayesrank.posteriors.conjugate import _ConjugateLinear, reward_bound
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.host_sampler import host_draws, host_rng
 from bayesrank.posteriors.linalg import accumulate
-from bayesrank.posteriors.prior_checks import _valid_positive_scalar, _jsonable
+from bayesrank.posteriors.prior_checks import _valid_positive_scalar, _jsonable, is_learnt
+from bayesrank.posteriors.scaled import LearntScaleLinear
 from bayesrank.posteriors.unknown_noise import GaussianLinearUnknownNoise, NIGState
-from bayesrank.posteriors.w_prior import is_distribution
 
 __all__ = [
+    "FixedScaleLinear",
     "GaussianLinear",
     "GaussianLinearUnknownNoise",
     "GaussianState",
     "NIGState",
 ]
-
-#: The old private name of :func:`bayesrank.posteriors.host_sampler.host_rng`, kept
-#: while :mod:`.laplace` and :mod:`.laplace_scaled` import it from here.
-_host_rng = host_rng
 
 
 class GaussianState(NamedTuple):
@@ -106,21 +108,12 @@ class GaussianState(NamedTuple):
     b_lo: jax.Array  # (L, p) rounding error of the sum b
 
 
-#: The class ``GaussianLinear(...)`` builds when a scale is to be learnt (None or a
-#: distribution): :class:`bayesrank.posteriors.scaled.LearntScaleLinear`, which sets
-#: this when it is imported (``bayesrank.posteriors`` imports it), so that this module
-#: stays below it in the import graph.
-LEARNT_SCALE_CLASS = None
-
-
-def is_learnt(value) -> bool:
-    """Whether a scale argument asks for learning: None or a NumPyro distribution."""
-    return value is None or is_distribution(value)
-
-
 # ------------------------------------------------------------------- known noise
-class GaussianLinear(_ConjugateLinear):
-    """Conjugate Gaussian posterior per position with known noise scale.
+class FixedScaleLinear(_ConjugateLinear):
+    """The part :class:`GaussianLinear` holds when both scales are numbers: the
+    conjugate Gaussian posterior per position with a fixed prior and a known noise
+    scale (the module docstring). It describes itself as a ``GaussianLinear``
+    (``repr``, ``config``, DataTree attributes).
 
     Args:
         prior_mean: scalar or (p,) prior mean m0 of theta.
@@ -136,24 +129,16 @@ class GaussianLinear(_ConjugateLinear):
             (the message names the argument).
 
     Example:
-        >>> model = GaussianLinear(prior_mean=0.0, prior_scale=[1.0, 2.0])
+        >>> model = FixedScaleLinear(prior_mean=0.0, prior_scale=[1.0, 2.0])
         >>> state = model.init(L=4, p=2)
         >>> model.mean(state).shape
         (4, 2)
     """
 
-    def __new__(cls, prior_mean=0.0, prior_scale=None, noise_scale=None, *,
-                discount=1.0):
-        if cls is GaussianLinear and (is_learnt(prior_scale) or is_learnt(noise_scale)):
-            return LEARNT_SCALE_CLASS(prior_mean, prior_scale, noise_scale,
-                                      discount=discount)
-        return super().__new__(cls)
+    learnt_scale = False
 
-    def __init__(self, prior_mean=0.0, prior_scale=None, noise_scale=None, *,
+    def __init__(self, prior_mean=0.0, prior_scale=1.0, noise_scale=1.0, *,
                  discount=1.0):
-        # reached with a None only by a subclass: it keeps the fixed N(0, I), s = 1
-        prior_scale = 1.0 if prior_scale is None else prior_scale
-        noise_scale = 1.0 if noise_scale is None else noise_scale
         super().__init__(prior_mean, prior_scale, discount)
         self.noise_scale = _valid_positive_scalar(noise_scale, "noise_scale")
 
@@ -163,6 +148,11 @@ class GaussianLinear(_ConjugateLinear):
             f"prior_scale={self.prior_scale!r}, noise_scale={self.noise_scale!r}"
             + (f", discount={self.discount!r})" if self.discount != 1.0 else ")")
         )
+
+    def reward_bound(self, dtype=None) -> tuple[float, str]:
+        """The largest reward magnitude taken: b sums ``x r / s^2``
+        (``conjugate.reward_bound`` with ``over=s^2``; docs/units.md)."""
+        return reward_bound(dtype, over=float(self.noise_scale) ** 2)
 
     def init(self, L: int, p: int) -> GaussianState:
         """The prior, repeated for the L positions.
@@ -297,9 +287,9 @@ class GaussianLinear(_ConjugateLinear):
         )
 
     def config(self) -> dict:
-        """JSON-able constructor arguments, with ``class``."""
+        """JSON-able constructor arguments, with ``class`` (``"GaussianLinear"``)."""
         return {
-            "class": type(self).__name__,
+            "class": "GaussianLinear",
             "prior_mean": _jsonable(self.prior_mean),
             "prior_scale": _jsonable(self.prior_scale),
             "noise_scale": _jsonable(self.noise_scale),
@@ -307,8 +297,153 @@ class GaussianLinear(_ConjugateLinear):
         }
 
     @classmethod
+    def from_config(cls, cfg: dict) -> FixedScaleLinear:
+        """Rebuild from :meth:`config` output."""
+        return cls(**cls._from_config_common(cfg, "GaussianLinear"))
+
+
+# ------------------------------------------------------------------ the model
+class GaussianLinear(Part):
+    """Conjugate Gaussian linear posterior per position (identity link): by default
+    it learns theta's prior scale and the noise's; numbers fix them.
+
+    The scales choose the part the model holds, :attr:`scale_model`: a
+    :class:`FixedScaleLinear` where both are numbers (exact conjugate update, known
+    noise), else a :class:`~bayesrank.posteriors.scaled.LearntScaleLinear` (exact on
+    a grid of the scale: :mod:`.scaled`). The contract's methods run the held part's;
+    every other attribute is the held part's too (``gram``, ``covariance``,
+    ``draw_scales``, ``learn_noise``, ...), so ``hasattr`` says what it offers.
+    :attr:`learnt_scale` says which part it is.
+
+    Args:
+        prior_mean: scalar or (p,) prior mean m0 of theta.
+        prior_scale: None (learnt under
+            :func:`~bayesrank.posteriors.scale_grid.default_hyperprior`), a NumPyro
+            distribution on (0, inf) (the hyperprior of theta's prior sd over the
+            noise sd), or a fixed scalar or (p,) prior sd or (p, p) covariance.
+        noise_scale: None (learnt under Jeffreys' prior) or the known noise sd > 0.
+        discount: gamma in (0, 1], stabilised exponential forgetting (1, the
+            default, forgets nothing; 0.99 weighs about the last 100 observations of
+            a position). See the module docstring.
+
+    Raises:
+        ValueError: non-finite or non-positive scales, wrong or inconsistent shapes,
+            a hyperprior that is not a positive scalar distribution (the message
+            names the argument).
+        TypeError: a distribution as ``noise_scale``, a scale of another type.
+
+    Example:
+        >>> model = GaussianLinear()                      # both scales learnt
+        >>> type(model).__name__, model.learnt_scale
+        ('GaussianLinear', True)
+        >>> fixed = GaussianLinear(prior_scale=1.0, noise_scale=0.5)
+        >>> type(fixed.scale_model).__name__, fixed.learnt_scale
+        ('FixedScaleLinear', False)
+        >>> model.mean(model.init(L=4, p=2)).shape
+        (4, 2)
+    """
+
+    reward_support = "real"
+    vmappable = True
+
+    def __init__(self, prior_mean=0.0, prior_scale=None, noise_scale=None, *,
+                 discount=1.0):
+        part = (LearntScaleLinear if is_learnt(prior_scale) or is_learnt(noise_scale)
+                else FixedScaleLinear)
+        #: the part doing the maths, FixedScaleLinear or LearntScaleLinear
+        self.scale_model = part(prior_mean, prior_scale, noise_scale,
+                                discount=discount)
+
+    @classmethod
+    def _holding(cls, scale_model) -> GaussianLinear:
+        """The model holding a part already built (``from_config``)."""
+        obj = object.__new__(cls)
+        obj.scale_model = scale_model
+        return obj
+
+    def __getattr__(self, name):
+        # reached only where the model itself has no such attribute: the part's
+        part = self.__dict__.get("scale_model")
+        if part is None or name.startswith("__"):
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(part, name)
+
+    @property
+    def learnt_scale(self) -> bool:
+        """Whether a scale is learnt (the part is a LearntScaleLinear)."""
+        return bool(self.scale_model.learnt_scale)
+
+    @property
+    def link(self) -> Link:
+        """The identity link."""
+        return self.scale_model.link
+
+    def __repr__(self) -> str:
+        return repr(self.scale_model)
+
+    # --------------------------------------------------------- the contract
+    def init(self, L: int, p: int):
+        """The prior for L positions (the part's state: GaussianState or
+        LearntScaleState)."""
+        return self.scale_model.init(L, p)
+
+    def update(self, state, x, y, valid=None):
+        """Fold one observation per position in: x (L, p), y (L,), valid (L,)."""
+        return self.scale_model.update(state, x, y, valid)
+
+    def draw(self, key, state):
+        """One theta per position, (L, p), and the state unchanged."""
+        return self.scale_model.draw(key, state)
+
+    def draw_batch(self, key, state, n: int) -> jax.Array:
+        """n independent draws at once: (n, L, p)."""
+        return self.scale_model.draw_batch(key, state, n)
+
+    def mean(self, state) -> jax.Array:
+        """The posterior mean of theta per position, (L, p)."""
+        return self.scale_model.mean(state)
+
+    def refresh(self, key, state):
+        """Closed form: the mean is always current (no-op)."""
+        return self.scale_model.refresh(key, state)
+
+    def check_rewards(self, y) -> None:
+        """Host-side check: finite real rewards within :meth:`reward_bound`."""
+        self.scale_model.check_rewards(y)
+
+    def reward_bound(self, dtype=None) -> tuple[float, str]:
+        """The largest reward magnitude taken, and why (docs/units.md)."""
+        return self.scale_model.reward_bound(dtype)
+
+    def to_datatree(self, state, position: int, *, key, data=None, draws: int = 1000,
+                    chains: int = 4):
+        """The exact posterior at one position as an ArviZ DataTree (see
+        ``FixedScaleLinear.to_datatree`` and
+        :meth:`~bayesrank.posteriors.scaled.LearntScaleLinear.to_datatree`)."""
+        return self.scale_model.to_datatree(state, position, key=key, data=data,
+                                            draws=draws, chains=chains)
+
+    # ---------------------------------------------------------- persistence
+    #: The parts a config may name (its ``class``), looked up here, never imported.
+    PARTS: dict = {"GaussianLinear": FixedScaleLinear,
+                   "LearntScaleLinear": LearntScaleLinear}
+
+    def config(self) -> dict:
+        """The part's JSON-able constructor arguments, with ``class``:
+        ``"GaussianLinear"`` (fixed scales) or ``"LearntScaleLinear"`` (the name
+        every earlier version wrote for a learnt scale)."""
+        return self.scale_model.config()
+
+    @classmethod
     def from_config(cls, cfg: dict) -> GaussianLinear:
-        """Rebuild from :meth:`config` output (also a learnt-scale model's)."""
-        if isinstance(cfg, dict) and cfg.get("class") == "LearntScaleLinear":
-            return LEARNT_SCALE_CLASS.from_config(cfg)
-        return cls(**cls._from_config_common(cfg))
+        """Rebuild from :meth:`config` output (of any earlier version too)."""
+        if not isinstance(cfg, dict):
+            raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
+        name = cfg.get("class", "GaussianLinear")
+        if name == "GaussianLinear":  # through the constructor: a scale left out
+            return cls(**{k: v for k, v in cfg.items() if k != "class"})  # is learnt
+        part = cls.PARTS.get(name)
+        if part is None:
+            raise ValueError(f"cfg: describes a {name!r}, not a 'GaussianLinear'")
+        return cls._holding(part.from_config(cfg))

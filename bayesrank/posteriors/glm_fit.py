@@ -16,12 +16,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaln, log_ndtr
 
 from bayesrank.posteriors import linalg
 
 __all__ = ["LAPLACE_LINKS", "LaplaceState", "append_rows", "loglik", "newton_map",
-           "valid_update"]
+           "valid_update", "validate_loaded_fit"]
 
 LAPLACE_LINKS = ("logistic", "probit", "exp", "identity")
 
@@ -253,3 +254,76 @@ def append_rows(state, x, y, valid):
     x_buf = state.x.at[rows, idx].set(jnp.where(valid[:, None], x, state.x[rows, idx]))
     y_buf = state.y.at[rows, idx].set(jnp.where(valid, y, state.y[rows, idx]))
     return x_buf, y_buf, state.n + valid.astype(state.n.dtype)
+
+
+# --------------------------------------------------------------- loaded states
+#: What ``update`` lets into a buffer, per reward support (``check_rewards``).
+_SUPPORT_TEXT = {"binary": "rewards in {0, 1}", "count": "non-negative integer rewards"}
+
+
+def validate_loaded_fit(state, link: str, name: str) -> None:
+    """Host-side check that a buffered state read from a file (a
+    :class:`LaplaceState` or its learnt-scale form, theta and chol with a node axis)
+    is one ``update`` could have left: every float finite, counts ``n >= 0``, the
+    rewards of the rows held (the first ``min(n, n_max)`` of each position) in the
+    link's support, as ``check_rewards`` asks of an update, the rows past them zero,
+    as ``init`` left them, and the Hessian factors lower triangular with a positive
+    diagonal.
+
+    Args:
+        state: the state, with fields ``x (L, n_max, p)``, ``y (L, n_max)``,
+            ``n (L,)``, ``theta`` and ``chol``.
+        link: "logistic", "probit" or "exp".
+        name: the state's field path in messages ("model", "model.fit").
+
+    Raises:
+        ValueError: naming the field (``<name>.y: ...``) and what was expected.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from bayesrank.posteriors import LaplaceGLM
+        >>> model = LaplaceGLM("logistic", prior_scale=1.0, n_max=4)
+        >>> state = model.update(model.init(L=1, p=2), jnp.ones((1, 2)), jnp.ones(1))
+        >>> validate_loaded_fit(state, "logistic", "model")
+        >>> try:
+        ...     validate_loaded_fit(state._replace(y=state.y.at[0, 0].set(7.0)),
+        ...                      "logistic", "model")
+        ... except ValueError as exc:
+        ...     print(str(exc)[:66])
+        model.y: expected rewards in {0, 1} for the logistic link, got 7.0
+    """
+    for field in state._fields:
+        a = np.asarray(getattr(state, field))
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise ValueError(f"{name}.{field}: expected finite values, found NaN or "
+                             "inf")
+    x, y, n = np.asarray(state.x), np.asarray(state.y), np.asarray(state.n)
+    if n.size and n.min() < 0:
+        raise ValueError(f"{name}.n: expected counts >= 0, got {n.min()}")
+    n_max = y.shape[-1]
+    held = np.arange(n_max) < np.minimum(n, n_max)[:, None]  # (L, n_max)
+    support = _SUPPORT[link]
+    if support == "binary":
+        bad = held & (y != 0) & (y != 1)
+    else:  # "count"
+        bad = held & ((y < 0) | (y != np.round(y)))
+    if bad.any():
+        l, i = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name}.y: expected {_SUPPORT_TEXT[support]} for the {link} link, got "
+            f"{float(y[l, i])!r} (position {l}, row {i})"
+        )
+    for field, past in (("y", ~held & (y != 0)), ("x", ~held & np.any(x != 0, -1))):
+        if past.any():
+            l, i = np.argwhere(past)[0]
+            raise ValueError(
+                f"{name}.{field}: expected zeros past the rows held (position {l} "
+                f"holds {min(int(n[l]), n_max)}: n = {int(n[l])}), found a non-zero "
+                f"row {i}"
+            )
+    chol = np.asarray(state.chol)
+    if not np.all(np.diagonal(chol, axis1=-2, axis2=-1) > 0):
+        raise ValueError(f"{name}.chol: expected Cholesky factors with a positive "
+                         "diagonal")
+    if np.any(np.triu(chol, 1) != 0):
+        raise ValueError(f"{name}.chol: expected lower triangular Cholesky factors")

@@ -1,59 +1,26 @@
 """Laplace-approximate GLM posterior per position (Chapelle & Li 2011, "An empirical
-evaluation of Thompson sampling", Algorithm 3).
+evaluation of Thompson sampling", Algorithm 3): :class:`LaplaceGLM`.
 
-For each position l independently, with prior theta ~ N(0, s0^2 I) (lambda = 1/s0^2)
-and rewards r_i ~ F(f(<theta, x_i>)):
+For each position l independently, with prior theta ~ N(0, s0^2 I) and rewards
+r_i ~ F(f(<theta, x_i>)) (logistic or probit: Bernoulli; exp: Poisson; identity:
+Gaussian, exact), the posterior is approximated by N(theta_hat, H^{-1}) at the
+regularised MLE. ``LaplaceGLM(...)`` holds one part (:attr:`LaplaceGLM.scale_model`),
+chosen by ``prior_scale`` and the link:
 
-    theta_hat = argmin_theta  lambda/2 ||theta||^2 - sum_i log p(r_i | <theta, x_i>)
-    H         = lambda I + sum_i w_i x_i x_i^T,   w_i = -d^2 log p / d eta^2 at theta_hat
+    a number s0                     :class:`.laplace_fixed.FixedScaleLaplace` (the
+                                    fit, buffers, forgetting: its module docstring)
+    None or a distribution          :class:`.laplace_scaled.LearntScaleLaplace`
+    (logistic, probit, exp)         (s0 learnt on a grid by the Laplace evidence)
+    None or a distribution          :class:`~bayesrank.posteriors.GaussianLinear`'s
+    (identity)                      exact learnt scale
 
-and the posterior is approximated by N(theta_hat, H^{-1}). theta_hat is the
-lambda-regularised (quasi-)MLE of the paper's Lemma 3. Links and likelihoods:
-
-    logistic  Bernoulli, log p = r eta - log(1 + e^eta)          (canonical)
-    probit    Bernoulli, log p = r log Phi(eta) + (1 - r) log Phi(-eta)
-    exp       Poisson,   log p = r eta - e^eta - log r!           (canonical)
-    identity  Gaussian(noise_scale): exact, delegated to GaussianLinear (sufficient
-              statistics; the Laplace approximation is the posterior itself)
-
-Every log-likelihood above is concave in eta, so the objective is strongly convex and
-the MAP unique. ``update`` writes one row per position into a fixed buffer and refits
-the MAP by Newton's method warm-started at the previous MAP, inside a
-``lax.while_loop`` (until the next step would move theta by at most ``tol``
-relative, at most ``max_iter`` steps; each step has a backtracking (Armijo) line
-search, which makes the exp/Poisson fit safe far from the optimum and costs one
-evaluation once warm). The first step's matrix is the state's Hessian factor at the
-previous MAP plus the new row's term there (a rank-one Cholesky update: the exact
-Hessian at the previous MAP while the buffer has room); every later step, and the
-result, use the Hessian at the current point. The Hessian at the final MAP is
-kept as its lower Cholesky factor: ``draw`` is one triangular solve per position and
-``gram`` hands the factor to UCB widths without a second copy. Cost of one update:
-O(Hessians x n_max x p^2) per position.
-
-``hessian_tol`` (float32 states: 1e-4 by default; float64: exact) lets the fit take its
-last Newton step, once below that size, without computing the Hessian at the new
-point: the MAP is then accurate to about the step's square (better than the exact
-rule's, which stops *before* a step below ``tol``), and the kept factor is the Hessian
-at the previous iterate, within ``hessian_tol`` (relative) of the MAP. Typically one
-Hessian per warm update instead of two, so faster updates (figures:
-docs/performance.md, "Why the code is written this way"; ``benchmarks/glm_rankts.py``).
-Pass ``hessian_tol=0`` for the exact factor in float32 too.
-
-Buffers and forgetting: the non-identity links keep the last ``n_max`` observations
-per position in a ring buffer (``x (L, n_max, p)``, ``y (L, n_max)``) with a row mask.
-When a buffer is full the oldest row is overwritten: the posterior then conditions on
-a sliding window of the most recent ``n_max`` observations (the sliding-window
-forgetting of issue 12). ``state.n`` keeps counting every observation, so the
-truncation is visible (``n > n_max``). Pick ``n_max`` >= the horizon for the exact
-full-data posterior.
-
-Everything is a pure function of a NamedTuple of arrays: jittable, ``lax.scan``-able
-over rounds and ``vmap``-able over runs. ``valid`` (L,) is applied with ``jnp.where``:
-a position with ``valid`` False keeps its state bit for bit.
+Either way the model is a ``LaplaceGLM``.
 
 Example:
     >>> import jax, jax.numpy as jnp
     >>> model = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100)  # fixed s0
+    >>> type(model.scale_model).__name__, model.learnt_scale
+    ('FixedScaleLaplace', False)
     >>> state = model.init(L=2, p=3)
     >>> state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 0.0]))
     >>> theta, state = model.draw(jax.random.key(0), state)
@@ -63,20 +30,13 @@ Example:
 
 from __future__ import annotations
 
-import math
-
 import jax
-import jax.numpy as jnp
-import numpy as np
 
-from bayesrank._static import Part, jit_method
-from bayesrank._validate import check_int, check_position, check_real, check_reward_support
-from bayesrank.model.links import Link, get_link
-from bayesrank.posteriors import linalg
-from bayesrank.posteriors.datatree import make_datatree
-from bayesrank.posteriors.gaussian import GaussianLinear, _host_rng, is_learnt
+from bayesrank._static import Part
+from bayesrank._validate import check_real
+from bayesrank.model.links import Link
+from bayesrank.posteriors.gaussian import GaussianLinear
 from bayesrank.posteriors.glm_fit import (  # noqa: F401 (re-exported: their old home)
-    _MAX_HALVINGS,
     _SUPPORT,
     LAPLACE_LINKS,
     LaplaceState,
@@ -86,22 +46,22 @@ from bayesrank.posteriors.glm_fit import (  # noqa: F401 (re-exported: their old
     loglik,
     newton_map,
     valid_update,
+    validate_loaded_fit,
 )
+from bayesrank.posteriors.laplace_fixed import FixedScaleLaplace
+from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace, default_tau_hyperprior
+from bayesrank.posteriors.prior_checks import is_learnt
 
 __all__ = ["LAPLACE_LINKS", "LaplaceGLM", "LaplaceState", "loglik"]
-
-# ----------------------------------------------------------------------- model
-#: LaplaceGLM.update compiled once per model configuration (not per instance).
-_UPDATE = jit_method("_update_core")
-
-#: The class ``LaplaceGLM(prior_scale=None | <distribution>)`` builds for the
-#: non-identity links: :class:`bayesrank.posteriors.laplace_scaled.LearntScaleLaplace`,
-#: which sets this when imported (``bayesrank.posteriors`` imports it).
-LEARNT_SCALE_CLASS = None
 
 
 class LaplaceGLM(Part):
     """GLM posterior per position by the Laplace approximation at the regularised MLE.
+
+    The part it holds, :attr:`scale_model`, does the maths (see the module
+    docstring); the contract's methods run the part's, and every other attribute is
+    the part's too (``gram``, ``covariance``, ``lam``, ``map_node``, ``n_max``, ...),
+    so ``hasattr`` says what it offers. :attr:`learnt_scale` says which part it is.
 
     Args:
         link: "logistic" or "probit" (Bernoulli rewards in {0, 1}), "exp" (Poisson
@@ -109,12 +69,13 @@ class LaplaceGLM(Part):
             the same as :class:`~bayesrank.posteriors.gaussian.GaussianLinear`).
         prior_scale: None (the default) or a NumPyro distribution on (0, inf): s0
             is learnt (HalfNormal(1) for None, ``default_tau_hyperprior``: the
-            Laplace fit is over-confident at large s0) by the Laplace evidence on a grid,
-            and the call builds a
-            :class:`~bayesrank.posteriors.laplace_scaled.LearntScaleLaplace` (the
-            identity link: ``GaussianLinear``'s exact learnt scale). A number s0 > 0:
-            the prior N(0, s0^2 I), ridge weight 1 / s0^2 (``prior_scale=1.0`` is
-            the default before issue 44: the same lists and files).
+            Laplace fit is over-confident at large s0) by the Laplace evidence on a
+            grid (:class:`~bayesrank.posteriors.laplace_scaled.LearntScaleLaplace`;
+            the identity link: ``GaussianLinear``'s exact learnt scale). A number
+            s0 > 0: the prior N(0, s0^2 I), ridge weight 1 / s0^2
+            (:class:`~bayesrank.posteriors.laplace_fixed.FixedScaleLaplace`;
+            ``prior_scale=1.0`` is the default before issue 44: the same lists and
+            files).
         noise_scale: Gaussian noise sd (identity link only).
         n_max: rows kept per position (non-identity links); past it the posterior
             conditions on the most recent ``n_max`` observations (sliding window).
@@ -138,312 +99,118 @@ class LaplaceGLM(Part):
         >>> state = model.init(L=4, p=10)
         >>> model.mean(state).shape
         (4, 10)
+        >>> type(LaplaceGLM()).__name__, LaplaceGLM().learnt_scale
+        ('LaplaceGLM', True)
     """
 
     vmappable = True
 
-    def __new__(cls, link="logistic", prior_scale=None, noise_scale=1.0, **kwargs):
-        if cls is LaplaceGLM and is_learnt(prior_scale):
-            name = link.name if isinstance(link, Link) else link
-            if name == "identity":  # exact: the conjugate learnt-scale model
-                return GaussianLinear(prior_scale=prior_scale, noise_scale=noise_scale)
+    def __init__(self, link: str | Link = "logistic", prior_scale=None, noise_scale=1.0,
+                 *, n_max: int = 2000, tol=1e-10, max_iter: int = 50, hessian_tol=None):
+        kwargs = {"n_max": n_max, "tol": tol, "max_iter": max_iter,
+                  "hessian_tol": hessian_tol}
+        if not is_learnt(prior_scale):
+            part = FixedScaleLaplace(link, prior_scale, noise_scale, **kwargs)
+        elif (link.name if isinstance(link, Link) else link) == "identity":
+            # exact: the conjugate learnt-scale model
+            part = GaussianLinear(prior_scale=prior_scale, noise_scale=noise_scale)
+        else:
             # checked as for a fixed scale, though only the identity link reads it
             check_real(noise_scale, "noise_scale", low=0, inclusive="neither")
             if prior_scale is None:  # HalfNormal(1): where the Laplace fit holds
-                prior_scale = LEARNT_SCALE_CLASS.default_hyperprior()
-            return LEARNT_SCALE_CLASS(link, prior_scale, **kwargs)
-        return super().__new__(cls)
+                prior_scale = default_tau_hyperprior()
+            part = LearntScaleLaplace(link, prior_scale, **kwargs)
+        #: the part doing the maths, FixedScaleLaplace, LearntScaleLaplace or (the
+        #: identity link with a learnt scale) GaussianLinear
+        self.scale_model = part
 
-    def __init__(
-        self,
-        link: str | Link = "logistic",
-        prior_scale=None,
-        noise_scale=1.0,
-        *,
-        n_max: int = 2000,
-        tol=1e-10,
-        max_iter: int = 50,
-        hessian_tol=None,
-    ):
-        name = link.name if isinstance(link, Link) else link
-        if not isinstance(name, str) or name not in LAPLACE_LINKS:
-            raise ValueError(f"link: expected one of {LAPLACE_LINKS}, got {link!r}")
-        self.link = get_link(name)
-        self.prior_scale = check_real(prior_scale, "prior_scale", low=0, inclusive="neither")
-        self.noise_scale = check_real(noise_scale, "noise_scale", low=0, inclusive="neither")
-        self.n_max = check_int(n_max, "n_max", low=1)
-        self.tol = check_real(tol, "tol", low=0, inclusive="neither")
-        self.max_iter = check_int(max_iter, "max_iter", low=1)
-        if hessian_tol is not None:
-            hessian_tol = check_real(hessian_tol, "hessian_tol")
-            if not 0.0 <= hessian_tol < 1.0:
-                raise ValueError(
-                    f"hessian_tol: expected a relative step in [0, 1) or None, got "
-                    f"{hessian_tol!r}"
-                )
-        self.hessian_tol = hessian_tol
-        self.reward_support = _SUPPORT[name]
-        self._exact = (
-            GaussianLinear(prior_scale=self.prior_scale, noise_scale=self.noise_scale)
-            if name == "identity"
-            else None
-        )
+    @classmethod
+    def _holding(cls, scale_model) -> LaplaceGLM:
+        """The model holding a part already built (``from_config``)."""
+        obj = object.__new__(cls)
+        obj.scale_model = scale_model
+        return obj
 
-    def __repr__(self) -> str:
-        return (
-            f"LaplaceGLM(link={self.link.name!r}, prior_scale={self.prior_scale}, "
-            f"n_max={self.n_max})"
-        )
-
-    def refresh_tol(self, dtype) -> float | None:
-        """The ``hessian_tol`` in force for states of ``dtype`` (None: exact)."""
-        tol = self.hessian_tol
-        if tol is None:
-            tol = 1e-4 if jnp.finfo(dtype).bits <= 32 else 0.0
-        return tol or None
+    def __getattr__(self, name):
+        # reached only where the model itself has no such attribute: the part's
+        part = self.__dict__.get("scale_model")
+        if part is None or name.startswith("__"):
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(part, name)
 
     @property
-    def lam(self) -> float:
-        """The ridge weight lambda = 1 / prior_scale^2."""
-        return 1.0 / self.prior_scale**2
+    def learnt_scale(self) -> bool:
+        """Whether the prior scale is learnt (None or a distribution)."""
+        return bool(self.scale_model.learnt_scale)
 
-    # ------------------------------------------------------------------ contract
+    @property
+    def link(self) -> Link:
+        """The link function."""
+        return self.scale_model.link
+
+    def __repr__(self) -> str:
+        text = repr(self.scale_model)
+        if self.learnt_scale and self.link.name == "identity":  # a GaussianLinear
+            text = "LaplaceGLM(link='identity', " + text.split("(", 1)[1]
+        return text
+
+    # --------------------------------------------------------- the contract
     def init(self, L: int, p: int):
-        """The prior for L positions: MAP 0, Hessian lambda I, empty buffers.
-
-        Returns:
-            LaplaceState (GaussianState for the identity link).
-        """
-        if self._exact is not None:
-            return self._exact.init(L, p)
-        L = check_int(L, "L", low=1)
-        p = check_int(p, "p", low=1)
-        dtype = jnp.result_type(float)
-        chol0 = jnp.eye(p, dtype=dtype) * math.sqrt(self.lam)
-        return LaplaceState(
-            x=jnp.zeros((L, self.n_max, p), dtype),
-            y=jnp.zeros((L, self.n_max), dtype),
-            n=jnp.zeros((L,), jnp.int32),
-            theta=jnp.zeros((L, p), dtype),
-            chol=jnp.broadcast_to(chol0, (L, p, p)),
-        )
+        """The prior for L positions (the part's state)."""
+        return self.scale_model.init(L, p)
 
     def update(self, state, x, y, valid=None):
-        """Add one observation per position and refit the MAP and Hessian.
-
-        Args:
-            state: current state.
-            x: (L, p) features; y: (L,) rewards.
-            valid: (L,) bool, False where the position is left unchanged; None = all.
-
-        Returns:
-            The updated state (``mean`` is current).
-        """
-        if self._exact is not None:
-            return self._exact.update(state, x, y, valid)
-        return _UPDATE(self, state, *valid_update(state, x, y, valid))
-
-    def _update_core(self, state: LaplaceState, x, y, valid) -> LaplaceState:
-        L = state.x.shape[0]
-        x_buf, y_buf, n = append_rows(state, x, y, valid)
-        # the first Newton step's matrix: the state's factor plus the new row's term
-        # at the previous MAP (the exact Hessian there while the buffer has room)
-        d2 = _derivs(self.link.name)(jnp.sum(x * state.theta, -1), y)[1]
-        row = jnp.where(valid[:, None], jnp.sqrt(jnp.maximum(d2, 0.0))[:, None] * x, 0.0)
-        chol0 = jax.vmap(linalg.chol_update)(state.chol, row)
-        theta, chol = self._fit(x_buf, y_buf, n, state.theta, chol0)
-        pick = lambda new, old: jnp.where(  # noqa: E731
-            valid.reshape((L,) + (1,) * (new.ndim - 1)), new, old
-        )
-        return LaplaceState(
-            x_buf, y_buf, n, pick(theta, state.theta), pick(chol, state.chol)
-        )
-
-    def _fit(self, x_buf, y_buf, n, theta0, chol0, lam=None):
-        """Every position's MAP and Hessian factor at ridge weight ``lam`` (default
-        this model's)."""
-        n_max = x_buf.shape[1]
-        mask = jnp.arange(n_max) < jnp.minimum(n, n_max)[:, None]
-        dtype = x_buf.dtype
-        lam = jnp.asarray(self.lam if lam is None else lam, dtype)
-        tol = max(self.tol, 64.0 * float(jnp.finfo(dtype).eps))
-        refresh = self.refresh_tol(dtype)
-        refresh = None if refresh is None else max(refresh, tol)
-
-        rows = jnp.max(jnp.minimum(n, n_max))  # rows held, the same for all positions
-
-        def one(x, y, m, t0, c0):
-            th, ch, _ = newton_map(
-                self.link.name, lam, x, y, m, t0, tol,
-                self.max_iter, chol0=c0, refresh_tol=refresh, rows=rows,
-                block=_block(n_max),
-            )
-            return th, ch
-
-        return jax.vmap(one)(x_buf, y_buf, mask, theta0, chol0)
+        """Add one observation per position (x (L, p), y (L,), valid (L,) bool)
+        and refit; ``mean`` is current after it."""
+        return self.scale_model.update(state, x, y, valid)
 
     def draw(self, key, state):
-        """One theta per position from N(MAP, H^{-1}) (a triangular solve each).
-
-        Returns:
-            theta (L, p), and the state unchanged.
-        """
-        if self._exact is not None:
-            return self._exact.draw(key, state)
-        return linalg.sample_per_position(key, state.theta, state.chol), state
+        """One theta per position, (L, p), and the state unchanged."""
+        return self.scale_model.draw(key, state)
 
     def draw_batch(self, key, state, n: int) -> jax.Array:
-        """n independent draws from N(MAP, H^{-1}) at once: (n, L, p)."""
-        if self._exact is not None:
-            return self._exact.draw_batch(key, state, n)
-        return linalg.sample_many_from_precision(key, state.theta, state.chol, n)
+        """n independent draws at once: (n, L, p)."""
+        return self.scale_model.draw_batch(key, state, n)
 
     def mean(self, state) -> jax.Array:
-        """(L, p) the MAP (regularised MLE), current after every ``update``."""
-        if self._exact is not None:
-            return self._exact.mean(state)
-        return state.theta
+        """(L, p) the posterior mean (fixed scale: the MAP)."""
+        return self.scale_model.mean(state)
 
     def refresh(self, key, state):
-        """No-op: ``update`` already refits the MAP."""
-        del key
-        return state
-
-    def gram(self, state):
-        """Lower Cholesky factor of the Hessian at the MAP (L, p, p) and
-        ``log det H - log det(lambda I)`` (L,)."""
-        if self._exact is not None:
-            return self._exact.gram(state)
-        p = state.theta.shape[-1]
-        logdet = jax.vmap(linalg.chol_logdet)(state.chol)
-        return state.chol, logdet - p * math.log(self.lam)
-
-    def covariance(self, state) -> jax.Array:
-        """(L, p, p) the Laplace covariance H^{-1} (for inspection, not hot paths)."""
-        if self._exact is not None:
-            return self._exact.covariance(state)
-        eye = jnp.eye(state.theta.shape[1], dtype=state.theta.dtype)
-        return jax.vmap(lambda c: linalg.chol_solve(c, eye))(state.chol)
+        """No-op: ``update`` already refits."""
+        return self.scale_model.refresh(key, state)
 
     def check_rewards(self, y) -> None:
         """Host-side check: rewards in the likelihood's support (raises)."""
-        check_reward_support(y, self.reward_support)
+        self.scale_model.check_rewards(y)
 
-    # -------------------------------------------------------------- host side
-    def data(self, state, position: int) -> tuple[np.ndarray, np.ndarray]:
-        """The observations the posterior at ``position`` conditions on, oldest first:
-        x (m, p), y (m,) with m = min(n, n_max) (non-identity links)."""
-        if self._exact is not None:
-            raise TypeError(
-                "data: the identity link keeps sufficient statistics only; pass "
-                "data= to to_datatree"
-            )
-        position = check_position(position, state.x.shape[0])
-        n = int(state.n[position])
-        m = min(n, self.n_max)
-        order = (np.arange(m) + (n - m)) % self.n_max
-        return np.asarray(state.x[position])[order], np.asarray(state.y[position])[order]
+    def to_datatree(self, state, position: int, *, key, data=None, draws: int = 1000,
+                    chains: int = 4):
+        """Exact i.i.d. draws of the posterior at one position as a DataTree (see
+        :meth:`.laplace_fixed.FixedScaleLaplace.to_datatree`)."""
+        return self.scale_model.to_datatree(state, position, key=key, data=data,
+                                            draws=draws, chains=chains)
 
-    def to_datatree(
-        self,
-        state,
-        position: int,
-        *,
-        key,
-        data=None,
-        draws: int = 1000,
-        chains: int = 4,
-    ):
-        """Exact i.i.d. draws of the Laplace approximation at one position, as a
-        DataTree (groups as :meth:`GaussianLinear.to_datatree`).
+    # ---------------------------------------------------------- persistence
+    #: The parts a config may name (its ``class``), looked up here, never imported.
+    PARTS: dict = {"LaplaceGLM": FixedScaleLaplace,
+                   "LearntScaleLaplace": LearntScaleLaplace,
+                   "LearntScaleLinear": GaussianLinear}
 
-        Args:
-            state: the state; position: 0-based position.
-            key: JAX PRNG key seeding the host-side draws.
-            data: identity link: ``(X (n, p), y (n,))`` as for GaussianLinear.
-                Other links: ignored, the buffers hold exactly the observations the
-                posterior conditions on (a policy's history may hold more).
-            draws, chains: ``chains`` x ``draws`` draws.
-
-        Returns:
-            ``xarray.DataTree`` with posterior, sample_stats, log_prior and (once a
-            position has data) log_likelihood, observed_data, constant_data.
-        """
-        if self._exact is not None:
-            dt = self._exact.to_datatree(
-                state, position, key=key, data=data, draws=draws, chains=chains
-            )
-            for node in dt.children.values():
-                node.attrs["model"] = "LaplaceGLM"
-            return dt
-        from scipy.linalg import solve_triangular
-
-        position = check_position(position, state.x.shape[0])
-        draws = check_int(draws, "draws", low=1)
-        chains = check_int(chains, "chains", low=1)
-        rng = _host_rng(key)
-        chol = np.asarray(state.chol[position], float)
-        mean = np.asarray(state.theta[position], float)
-        p = mean.shape[0]
-        z = rng.standard_normal((chains * draws, p))
-        theta = mean + solve_triangular(chol, z.T, lower=True, trans="T").T
-        theta = theta.reshape(chains, draws, p)
-        s0 = self.prior_scale
-        log_prior = -0.5 * p * math.log(2 * math.pi * s0 * s0) - 0.5 * np.sum(
-            theta**2, -1
-        ) / (s0 * s0)
-        X, y = self.data(state, position)
-        ll = obs = const = None
-        if y.shape[0] > 0:
-            ll = np.asarray(loglik(self.link.name)(theta @ X.T, y))
-            obs, const = y, {"X": X}
-        return make_datatree(
-            theta,
-            log_likelihood=ll,
-            log_prior=log_prior,
-            observed=obs,
-            constant_data=const,
-            attrs={
-                "model": "LaplaceGLM",
-                "link": self.link.name,
-                "position": position,
-            },
-        )
-
-    # ------------------------------------------------------------------ config
     def config(self) -> dict:
-        """JSON-able constructor arguments, with ``class``."""
-        return {
-            "class": "LaplaceGLM",
-            "link": self.link.name,
-            "prior_scale": self.prior_scale,
-            "noise_scale": self.noise_scale,
-            "n_max": self.n_max,
-            "tol": self.tol,
-            "max_iter": self.max_iter,
-            "hessian_tol": self.hessian_tol,
-        }
+        """The part's JSON-able constructor arguments, with ``class``:
+        ``"LaplaceGLM"`` (fixed scale), ``"LearntScaleLaplace"`` or
+        ``"LearntScaleLinear"`` (the names every earlier version wrote)."""
+        return self.scale_model.config()
 
     @classmethod
     def from_config(cls, cfg: dict) -> LaplaceGLM:
-        """Rebuild from :meth:`config` output."""
+        """Rebuild from :meth:`config` output (of any earlier version too)."""
         if not isinstance(cfg, dict):
             raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
-        if cfg.get("class") == "LearntScaleLaplace":
-            return LEARNT_SCALE_CLASS.from_config(cfg)
-        cfg = dict(cfg)
-        # a fixed-scale LaplaceGLM's file: an absent prior_scale is the default it
-        # was saved under, 1.0 (the default became the learnt scale in issue 44)
-        cfg.setdefault("prior_scale", 1.0)
-        name = cfg.pop("class", "LaplaceGLM")
-        if name != "LaplaceGLM":
+        name = cfg.get("class", "LaplaceGLM")
+        part = cls.PARTS.get(name)
+        if part is None:
             raise ValueError(f"cfg: describes a {name!r}, not a 'LaplaceGLM'")
-        allowed = {
-            "link", "prior_scale", "noise_scale", "n_max", "tol", "max_iter", "hessian_tol"
-        }
-        unknown = sorted(set(cfg) - allowed)
-        if unknown:
-            raise ValueError(f"cfg: unknown LaplaceGLM options {unknown}")
-        return cls(**cfg)
-
-
+        return cls._holding(part.from_config(cfg))

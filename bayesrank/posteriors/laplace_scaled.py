@@ -32,8 +32,8 @@ Example:
     >>> import jax, jax.numpy as jnp
     >>> from bayesrank.posteriors import LaplaceGLM
     >>> model = LaplaceGLM(link="logistic", prior_scale=None, n_max=50)
-    >>> type(model).__name__
-    'LearntScaleLaplace'
+    >>> type(model).__name__, type(model.scale_model).__name__    # the part it holds
+    ('LaplaceGLM', 'LearntScaleLaplace')
     >>> state = model.init(L=2, p=3)
     >>> state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 0.0]))
     >>> theta, state = model.draw(jax.random.key(0), state)
@@ -52,10 +52,11 @@ import numpy as np
 
 from bayesrank._static import Part, jit_method
 from bayesrank._validate import check_int, check_position
-from bayesrank.posteriors import laplace, linalg
+from bayesrank.posteriors import glm_fit, linalg
 from bayesrank.posteriors.datatree import make_datatree
-from bayesrank.posteriors.gaussian import _host_rng
-from bayesrank.posteriors.laplace import LaplaceGLM, loglik
+from bayesrank.posteriors.glm_fit import loglik
+from bayesrank.posteriors.host_sampler import host_rng
+from bayesrank.posteriors.laplace_fixed import FixedScaleLaplace
 from bayesrank.posteriors.scale_grid import cell_spread
 from bayesrank.posteriors.scaled import valid_hyperprior
 from bayesrank.posteriors.w_prior import prior_config, prior_from_config, prior_range
@@ -150,8 +151,10 @@ _UPDATE = jit_method("_update_core")
 
 class LearntScaleLaplace(Part):
     """Laplace GLM posterior per position whose prior scale tau is learnt on a grid
-    (see the module docstring). Built by ``LaplaceGLM(prior_scale=None | <dist>)``
-    (None: :func:`default_tau_hyperprior`).
+    (see the module docstring). The part ``LaplaceGLM(prior_scale=None | <dist>)``
+    holds for the logistic, probit and exp links (None: :func:`default_tau_hyperprior`;
+    ``LaplaceGLM.scale_model``); it describes itself as a
+    ``LaplaceGLM`` (``repr``).
 
     Args:
         link: "logistic", "probit" or "exp".
@@ -176,7 +179,7 @@ class LearntScaleLaplace(Part):
 
     def __init__(self, link="logistic", prior_scale=None, *, n_max: int = 2000,
                  tol=1e-10, max_iter: int = 50, hessian_tol=None):
-        base = LaplaceGLM(link, 1.0, n_max=n_max, tol=tol, max_iter=max_iter,
+        base = FixedScaleLaplace(link, 1.0, n_max=n_max, tol=tol, max_iter=max_iter,
                           hessian_tol=hessian_tol)  # checks the shared arguments
         if base.link.name == "identity":
             raise ValueError("link: the identity link learns its scales exactly: use "
@@ -221,15 +224,15 @@ class LearntScaleLaplace(Part):
     def update(self, state, x, y, valid=None) -> LearntScaleLaplaceState:
         """Add one observation per position and refit every node's MAP and Hessian:
         x (L, p), y (L,), valid (L,) bool (False leaves the position bit for bit)."""
-        x, y, valid = laplace.valid_update(state, x, y, valid)
+        x, y, valid = glm_fit.valid_update(state, x, y, valid)
         return _UPDATE(self, state, x, y, valid)
 
     def _update_core(self, state, x, y, valid) -> LearntScaleLaplaceState:
         L, n_max, _ = state.x.shape
-        x_buf, y_buf, n = laplace.append_rows(state, x, y, valid)
+        x_buf, y_buf, n = glm_fit.append_rows(state, x, y, valid)
         eta = jnp.einsum("lgp,lp->lg", state.theta, x)
         yy = jnp.broadcast_to(y[:, None], eta.shape)
-        d2 = laplace._derivs(self.link.name)(eta.ravel(), yy.ravel())[1].reshape(eta.shape)
+        d2 = glm_fit._derivs(self.link.name)(eta.ravel(), yy.ravel())[1].reshape(eta.shape)
         row = jnp.where(valid[:, None, None],
                         jnp.sqrt(jnp.maximum(d2, 0.0))[..., None] * x[:, None, :], 0.0)
         chol0 = jax.vmap(jax.vmap(linalg.chol_update))(state.chol, row)
@@ -339,10 +342,15 @@ class LearntScaleLaplace(Part):
         """Host-side check: rewards in the likelihood's support (raises)."""
         self._base.check_rewards(y)
 
+    def validate_loaded(self, state, name: str = "model") -> None:
+        """Host-side check of a state read from a file (as
+        ``LaplaceGLM.validate_loaded``; every node's factor)."""
+        self._base.validate_loaded(state, name)
+
     # -------------------------------------------------------------- host side
     def data(self, state, position: int):
         """The observations the posterior at ``position`` conditions on, oldest
-        first (as :meth:`LaplaceGLM.data`)."""
+        first (as ``LaplaceGLM.data``)."""
         return self._base.data(state, position)
 
     def to_datatree(self, state, position: int, *, key, data=None, draws: int = 1000,
@@ -357,7 +365,7 @@ class LearntScaleLaplace(Part):
         position = check_position(position, state.x.shape[0])
         draws = check_int(draws, "draws", low=1)
         chains = check_int(chains, "chains", low=1)
-        rng = _host_rng(key)
+        rng = host_rng(key)
         w = np.asarray(jnp.exp(self.log_weights(state))[position], float)
         N = chains * draws
         k = rng.choice(len(w), size=N, p=w / w.sum())
@@ -424,6 +432,3 @@ class LearntScaleLaplace(Part):
         elif cfg.get("prior_scale") is not None:
             raise ValueError("cfg: prior_scale must be a saved hyperprior or None")
         return cls(**cfg)
-
-
-laplace.LEARNT_SCALE_CLASS = LearntScaleLaplace  # LaplaceGLM(prior_scale=None) builds it

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.posteriors.laplace import LaplaceGLM
-from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
 from bayesrank.posteriors.latent_laplace import LatentLaplace
+from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
 from bayesrank.posteriors.latent_w import LatentW
 from bayesrank.posteriors.scaled import LearntScaleLinear
 
@@ -53,13 +53,15 @@ def latent_model(model, w_prior):
         model = GaussianLinear()
     if isinstance(model, (GaussianLinear, GaussianLinearUnknownNoise, LearntScaleLinear)):
         return LatentW(model, w_prior)
-    if isinstance(model, LearntScaleLaplace):  # tau on a grid with theta
-        return LatentLaplace(model, w_prior)
     if isinstance(model, LaplaceGLM):
-        if model.link.name == "identity":
-            base = GaussianLinear(prior_scale=model.prior_scale,
-                                  noise_scale=model.noise_scale)
-            return LatentW(base, w_prior)
+        if model.link.name != "identity":  # a learnt tau: on a grid with theta
+            return LatentLaplace(model, w_prior)
+        if model.learnt_scale:  # the GaussianLinear it holds
+            return LatentW(model.scale_model, w_prior)
+        base = GaussianLinear(prior_scale=model.prior_scale,
+                              noise_scale=model.noise_scale)
+        return LatentW(base, w_prior)
+    if isinstance(model, LearntScaleLaplace):  # the part on its own
         return LatentLaplace(model, w_prior)
     from bayesrank.posteriors.nuts import BayesGLM, NumPyroModel  # deferred: numpyro
 

@@ -17,7 +17,7 @@ alone, whatever the ridge). Substituting ``phi = (theta, w theta)`` gives exactl
 statistics of the conjugate model, ``S_aa, S_ap, S_pp`` the blocks of ``H_L`` and
 ``(b_a, b_p) = g``, so the rest is :class:`~bayesrank.posteriors.latent_w.LatentW`'s:
 the prior ``theta ~ N(0, s0^2 I)`` and ``p(w)``, theta integrated out in closed form,
-w drawn by the slice chain on its collapsed marginal (or on a grid), theta | w
+w drawn on a grid over its collapsed marginal (:meth:`LatentW.draw_w`), theta | w
 Gaussian. The only approximation is the quadratic likelihood in phi, the Laplace
 approximation itself; the bilinear shape of the posterior in (theta, w), which a joint
 Gaussian at the MAP of (theta, w) cannot represent, is kept exactly.
@@ -57,19 +57,21 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bayesrank.posteriors import latent_laplace_grid as grid
 from bayesrank.posteriors.gaussian import GaussianLinear
 from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
-from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
-from bayesrank.posteriors.latent_w import SLICE_STEPS, LatentW
+from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace, _log_density
+from bayesrank.posteriors.latent_w import LatentW
+from bayesrank.posteriors.scale_grid import cell_spread
 
 __all__ = ["LatentLaplace", "LatentLaplaceState"]
 
 
 class LatentLaplaceState(NamedTuple):
     """The statistics :class:`LatentW` reads (from the quadratic likelihood), the
-    slice chain's position and the Laplace fit over the pair features.
+    last draw of w and the Laplace fit over the pair features.
 
     Example:
         >>> import numpyro.distributions as dist
@@ -90,8 +92,8 @@ class LatentLaplaceState(NamedTuple):
     bp: jax.Array  # (L, d) the second half of g
     yy: jax.Array  # (L,) zeros; a learnt scale: (L, G) each node's log offset
     n: jax.Array  # (L,) observations held
-    w: jax.Array  # (L,) the chain's current w
-    width: jax.Array  # (L,) the slice width
+    w: jax.Array  # (L,) the last draw of w
+    width: jax.Array  # (L,) the spread of w's posterior at the last draw
     fit: LaplaceState  # the ridge MAP and Hessian factor over the pair features
 
 
@@ -107,7 +109,6 @@ class LatentLaplace(LatentW):
             then integrated on a grid with theta (see the module docstring).
         w_prior: a NumPyro distribution over the reals (or an interval), batch shape
             ``()`` or ``(L,)``.
-        slice_steps: slice-sampler transitions per draw.
 
     ``RankTS(model=LaplaceGLM("logistic"), items=V, L=L, w=dist.Normal(0, 5))``
     builds this model. The identity link is exact: it gets :class:`LatentW`.
@@ -119,13 +120,19 @@ class LatentLaplace(LatentW):
         'probit'
     """
 
-    #: False, a learnt tau stays integrated out of the chain's density (one expansion
+    #: False, a learnt tau stays integrated out of w's density (one expansion
     #: per node, in :mod:`.latent_laplace_grid`)
     moves_w_given_scale = False
+    #: the statistics are the Hessian's blocks of a and p, so the design is ``a + w p``
+    shift = 0.0
 
-    def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):
-        learnt = isinstance(base, LearntScaleLaplace)
-        if not (learnt or isinstance(base, LaplaceGLM)) or base.link.name == "identity":
+    def _stats(self, state):
+        return (state.Saa, state.Sap, state.Spp, state.ba, state.bp)
+
+    def __init__(self, base=None, w_prior=None):
+        learnt = bool(getattr(base, "learnt_scale", False))
+        if not isinstance(base, (LaplaceGLM, LearntScaleLaplace)) \
+                or base.link.name == "identity":
             raise TypeError(
                 "model: LatentLaplace needs a LaplaceGLM with a logistic, probit or exp "
                 f"link, got {base!r} (the identity link is exact: LatentW)"
@@ -134,7 +141,7 @@ class LatentLaplace(LatentW):
             prior = GaussianLinear(prior_scale=base.hyperprior, noise_scale=1.0)
         else:
             prior = GaussianLinear(prior_scale=base.prior_scale, noise_scale=1.0)
-        super().__init__(prior, w_prior, slice_steps=slice_steps)
+        super().__init__(prior, w_prior)
         #: the model as given (``config`` saves it)
         self.glm = base
         #: the Laplace fit over the pair features (with a learnt scale, one fit per
@@ -210,6 +217,34 @@ class LatentLaplace(LatentW):
         return jax.vmap(lambda k, st, yy, wl: grid.theta_given_w(k, st, yy, wl, lams))(
             jax.random.split(key, L), self._stats(state), state.yy, w)
 
+    def theta_scales_given_w(self, key, state, w):
+        """theta | w (L, d) and, with a learnt tau, ``{"prior_scale": tau (L,)}``:
+        the node tau_k | w, D that theta was drawn at, spread uniformly over its
+        cell in log tau as the known-w model's DataTree reports it."""
+        if not self.learnt:
+            return super().theta_scales_given_w(key, state, w)
+        L = w.shape[0]
+        dtype = state.yy.dtype
+        lams = self._lams(dtype)
+        k_th, k_u = jax.random.split(key)
+        theta, k = jax.vmap(
+            lambda kk, st, yy, wl: grid.theta_node_given_w(kk, st, yy, wl, lams))(
+            jax.random.split(k_th, L), self._stats(state), state.yy, w)
+        log_tau = jnp.asarray(self.laplace.log_tau, dtype)
+        frac = jax.random.uniform(k_u, k.shape, dtype)
+        return theta, {"prior_scale": jnp.exp(cell_spread(log_tau, k, frac))}
+
+    def _scales_log_prior(self, variables: dict) -> dict:
+        """Host side, a learnt tau: its hyperprior and ``log N(theta | 0, tau^2 I)``
+        (as the known-w model's DataTree); else :class:`LatentW`'s terms."""
+        if not self.learnt:
+            return super()._scales_log_prior(variables)
+        theta, tau = variables["theta"], variables["prior_scale"]
+        d = theta.shape[-1]
+        return {"theta": (-0.5 * d * np.log(2 * np.pi * tau**2)
+                          - 0.5 * np.sum(theta**2, -1) / tau**2),
+                "prior_scale": _log_density(self.laplace.hyperprior, tau)}
+
     def _mean(self, state):
         if not self.learnt:
             return super()._mean(state)
@@ -225,6 +260,33 @@ class LatentLaplace(LatentW):
     def check_rewards(self, y) -> None:
         """Host-side check: rewards in the likelihood's support."""
         self.laplace.check_rewards(y)
+
+    def reward_bound(self, dtype=None) -> tuple[float, str]:
+        """The Laplace fit's bound where it has one; else none of :class:`LatentW`'s
+        (no sums of squared rewards are kept: the fit's buffers hold the rewards,
+        checked against the link's support by :meth:`check_rewards`)."""
+        own = getattr(self.laplace, "reward_bound", None)
+        if own is not None:
+            return own(dtype)
+        return float("inf"), "the link's support (checked by the Laplace fit)"
+
+    def validate_loaded(self, state, name: str = "model") -> None:
+        """Host-side check of a state read from a file (``load`` calls it): the fit
+        over the pair features as ``LaplaceGLM.validate_loaded`` checks it
+        (``name.fit.y``: the rewards in the link's support, ...), and the counts
+        ``n`` those of the fit, as every update sets them.
+
+        Raises:
+            ValueError: naming the field and what was expected.
+        """
+        parent = getattr(super(), "validate_loaded", None)  # LatentW's, if it has one
+        if parent is not None:
+            parent(state, name)
+        self.laplace.validate_loaded(state.fit, f"{name}.fit")
+        n, fit_n = np.asarray(state.n), np.asarray(state.fit.n)
+        if n.shape != fit_n.shape or not np.array_equal(n, fit_n.astype(n.dtype)):
+            raise ValueError(f"{name}.n: expected the fit's counts {name}.fit.n = "
+                             f"{fit_n.tolist()}, got {n.tolist()}")
 
     def config(self) -> dict:
         """JSON-able description: the Laplace model and the prior on w."""

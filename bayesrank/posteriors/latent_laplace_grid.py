@@ -45,7 +45,8 @@ import jax.numpy as jnp
 from bayesrank.posteriors.laplace import _derivs, loglik
 from bayesrank.posteriors.latent_w import half_logdet_quad
 
-__all__ = ["log_marginal", "node_stats", "theta_given_w", "theta_mean_given_w"]
+__all__ = ["log_marginal", "node_stats", "theta_given_w", "theta_mean_given_w",
+           "theta_node_given_w"]
 
 
 def node_stats(laplace, fit, d: int):
@@ -100,13 +101,19 @@ def log_marginal(stats, yy, w, lams):
 def theta_given_w(key, stats, yy, w, lams):
     """One theta (d,) of one position given w: node k by its term, then
     ``N(P_k^-1 b_k, P_k^-1)``."""
+    return theta_node_given_w(key, stats, yy, w, lams)[0]
+
+
+def theta_node_given_w(key, stats, yy, w, lams):
+    """:func:`theta_given_w` and the node k it drew (tau_k | w, D): ``(theta (d,),
+    k ())``."""
     term, P, b = _nodes(stats, yy, w, lams)
     k_node, k_eps = jax.random.split(key)
     k = jax.random.categorical(k_node, term)
     C = jnp.linalg.cholesky(P[k])
     mean = jax.scipy.linalg.cho_solve((C, True), b[k])
     eps = jax.random.normal(k_eps, b[k].shape, b.dtype)
-    return mean + jax.scipy.linalg.solve_triangular(C, eps, lower=True, trans="T")
+    return mean + jax.scipy.linalg.solve_triangular(C, eps, lower=True, trans="T"), k
 
 
 def theta_mean_given_w(stats, yy, w, lams):

@@ -4,14 +4,20 @@ Identity link, conjugate prior on theta per position l (:class:`GaussianLinear`:
 known noise s; :class:`GaussianLinearUnknownNoise`: Normal-Inverse-Gamma), and any
 prior ``p(w_l)`` (a NumPyro distribution). The model learns from the pair features
 ``x = (a, p) = (v_{a^l}, v_{a^{l-1}})`` in R^{2d} and keeps running sufficient
-statistics only (constant memory, no history)::
+statistics only (constant memory, no history) of the difference ``c = a - p`` and p::
 
-    S_aa = sum a a^T,  S_ap = sum a p^T,  S_pp = sum p p^T,  b_a = sum r a,
+    S_cc = sum c c^T,  S_cp = sum c p^T,  S_pp = sum p p^T,  b_c = sum r c,
     b_p = sum r p,     yy = sum r^2,      n                (divided by s^2 for known s)
 
-Given w, the design is ``a + w p`` and theta is conjugate::
+Given w, the design is ``a + w p = c + v p`` with ``v = 1 + w``, and theta is
+conjugate::
 
-    P(w) = P0 + S_aa + w (S_ap + S_ap^T) + w^2 S_pp,      b(w) = P0 m0 + b_a + w b_p
+    P(w) = P0 + S_cc + v (S_cp + S_cp^T) + v^2 S_pp,      b(w) = P0 m0 + b_c + v b_p
+
+(Why the difference: what a and p share, the items' constant coordinate or an item
+shown twice in a row, cancels exactly row by row. Kept as sums of a and of p, it
+cancelled between float32 sums near w = -1, where the density grew a spurious spike
+of width 1e-4 that held the whole posterior.)
 
 and theta integrates out in closed form (up to a constant in w):
 
@@ -22,17 +28,20 @@ and theta integrates out in closed form (up to a constant in w):
   (the Normal-Inverse-Gamma evidence: ``det(Lambda0)^1/2 det(L(w))^-1/2
   b0^a0 Gamma(a_n) / (b_n(w)^a_n Gamma(a0))``, only the w-dependent factors kept).
 
-**Draws** (:meth:`LatentW.draw`): each round moves w_l by a few steps of a univariate
-slice sampler (Neal 2003: stepping out, then shrinkage) on that exact collapsed
-marginal, from the previous round's w_l, with the width tracking the chain's own
-steps; then theta | w_l is drawn exactly (and s^2 | w_l first for the NIG model).
-Collapsing theta removes the bilinear ridge along which a two-block Gibbs sampler
-(theta | w, w | theta) mixes slowly. All positions move at once (``vmap``), the state
-is arrays only, and the whole step is jittable, scannable and vmappable over runs.
+**Draws** (:meth:`LatentW.draw`): each round draws w_l from that collapsed marginal
+by the inverse CDF of a small adaptive grid (:meth:`LatentW.w_grid` with
+``DRAW_NODES`` nodes a pass: a search of the prior's whole range, then a grid in
+the posterior's own coordinates, centred on its mode and scaled by its spread); with a
+learnt scale, g | w, D exactly on the base's grid; then theta | w (, g) exactly (and
+s^2 | w first for the NIG model). Each draw is independent of the last, so nothing
+can get stuck where the data leave w vague: a learnt scale lets theta shrink as |w|
+grows, so under a vague prior w's posterior has polynomial tails, along which the
+former chain over (w, g) crawled to |w| of 1e5. All positions draw at once
+(``vmap``), the state is arrays only, and the whole step is jittable, scannable and
+vmappable over runs.
 
 **Exact summaries** (:meth:`LatentW.w_grid`, ``w_mean``, ``mean``, ``to_datatree``):
-quadrature of the collapsed density on an adaptive grid
-(:mod:`bayesrank.posteriors.latent_w_summaries`), independent of the chain.
+the same quadrature with more nodes (:mod:`bayesrank.posteriors.latent_w_summaries`).
 
 ``discount < 1`` (the base model's stabilised forgetting) multiplies every statistic
 by gamma before each observed update.
@@ -61,13 +70,13 @@ from bayesrank._static import Part, jit_method
 from bayesrank.model.links import get_link
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.base import check_reward_support
+from bayesrank.posteriors.conjugate import reward_bound
 from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.posteriors.latent_w_density import CollapsedDensity
 from bayesrank.posteriors.latent_w_summaries import LatentWSummaries
 from bayesrank.posteriors.linalg import half_logdet_quad
 from bayesrank.posteriors.scale_grid import grid_index
 from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState
-from bayesrank.posteriors.slice_sampler import jump_then_slice
 from bayesrank.posteriors.w_prior import (
     chain_start,
     refuse_bad_w_batch,
@@ -79,31 +88,31 @@ from bayesrank.posteriors.w_prior import (
 
 __all__ = ["LatentW", "LatentWState", "half_logdet_quad"]
 
-#: Slice-sampler transitions per draw (each: stepping out, then shrinkage).
-SLICE_STEPS = 1
+#: Nodes per pass of the grid that a draw of w uses (:meth:`LatentW.w_grid`).
+DRAW_NODES = 64
 
 
 class LatentWState(NamedTuple):
-    """Sufficient statistics per position (divided by s^2 for known noise) and the
-    slice chain's position.
+    """Sufficient statistics per position (divided by s^2 for known noise) of the
+    difference ``c = a - p`` and p, the last draw of w and its posterior's spread.
 
     Example:
         >>> import numpyro.distributions as dist, bayesrank as br
         >>> from bayesrank.posteriors import LatentW
         >>> state = LatentW(br.GaussianLinear(), dist.Normal(0.0, 5.0)).init(L=3, p=4)
-        >>> state.Saa.shape, state.w.shape                       # p = 2d, d = 2
+        >>> state.Scc.shape, state.w.shape                       # p = 2d, d = 2
         ((3, 2, 2), (3,))
     """
 
-    Saa: jax.Array  # (L, d, d) sum a a^T
-    Sap: jax.Array  # (L, d, d) sum a p^T
+    Scc: jax.Array  # (L, d, d) sum c c^T, c = a - p
+    Scp: jax.Array  # (L, d, d) sum c p^T
     Spp: jax.Array  # (L, d, d) sum p p^T
-    ba: jax.Array  # (L, d) sum r a
+    bc: jax.Array  # (L, d) sum r c
     bp: jax.Array  # (L, d) sum r p
     yy: jax.Array  # (L,) sum r^2
     n: jax.Array  # (L,) (discounted) number of observations
-    w: jax.Array  # (L,) the chain's current w
-    width: jax.Array  # (L,) the slice width, tracking the chain's steps
+    w: jax.Array  # (L,) the last draw of w
+    width: jax.Array  # (L,) the spread of w's posterior at the last draw (> 0)
 
 
 #: Jitted methods shared by every LatentW of one configuration (see ``jitted``).
@@ -118,7 +127,6 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
             prior on theta (and the noise), the discount.
         w_prior: a NumPyro distribution over the reals (or an interval), batch shape
             ``()`` or ``(L,)``: the prior on w (e.g. ``dist.Normal(0.0, 5.0)``).
-        slice_steps: slice-sampler transitions per draw.
 
     The model's features are the pair features ``(v_{a^l}, v_{a^{l-1}})`` (p = 2d);
     ``draw`` returns ``((theta (L, d), w (L,)), state)``.
@@ -137,12 +145,12 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
     link = get_link("identity")
     reward_support = "real"
     vmappable = True
-    #: True if, with a learnt scale, the chain draws g given w and then moves w given
-    #: g (False moves w on its density with the scale integrated out, as
-    #: LatentLaplace does)
+    #: True if, with a learnt scale, a draw takes g | w, D on the base's grid (then
+    #: theta | w, g); False keeps the scale integrated into theta's conditional, as
+    #: LatentLaplace does
     moves_w_given_scale = True
 
-    def __init__(self, base=None, w_prior=None, *, slice_steps: int = SLICE_STEPS):
+    def __init__(self, base=None, w_prior=None):
         if base is None:
             base = GaussianLinear()
         if not isinstance(base, (GaussianLinear, GaussianLinearUnknownNoise,
@@ -152,13 +160,11 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
                 f"GaussianLinearUnknownNoise, got {type(base).__name__}; GenRankTS "
                 "learns w with any posterior"
             )
-        check_int(slice_steps, "slice_steps", low=1)
         self.base = base
         self.w_prior = valid_w_prior(w_prior, None)
-        self.slice_steps = slice_steps
-        self.known_noise = isinstance(base, GaussianLinear)
         # a learnt-scale base: g (and s) integrated on its grid with theta
-        self.learnt = isinstance(base, LearntScaleLinear)
+        self.learnt = bool(getattr(base, "learnt_scale", False))
+        self.known_noise = isinstance(base, GaussianLinear) and not self.learnt
         self.discount = base.discount
 
     def __repr__(self) -> str:
@@ -234,8 +240,8 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
             x: (L, 2d) pair features ``(v_{a^l}, v_{a^{l-1}})``; y: (L,) rewards;
             valid: (L,) bool, False where the position is left unchanged.
         """
-        L, d = state.ba.shape
-        dtype = state.ba.dtype
+        L, d = state.bp.shape
+        dtype = state.bp.dtype
         x, y = jnp.asarray(x, dtype), jnp.asarray(y, dtype)
         if x.shape != (L, 2 * d):
             raise ValueError(f"x: expected shape (L, 2d) = ({L}, {2 * d}), got {x.shape}")
@@ -244,16 +250,16 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         valid = jnp.ones((L,), bool) if valid is None else jnp.asarray(valid, bool)
         if valid.shape != (L,):
             raise ValueError(f"valid: expected a (L,) = ({L},) bool array, got {valid.shape}")
-        a, p = x[:, :d], x[:, d:]
+        c, p = x[:, :d] - x[:, d:], x[:, d:]  # exact where a and p agree
         inv = 1.0
         if self.known_noise:
             inv = 1.0 / jnp.asarray(self.base.noise_scale, dtype) ** 2
         g = jnp.asarray(self.discount, dtype)
         new = state._replace(
-            Saa=g * state.Saa + inv * a[:, :, None] * a[:, None, :],
-            Sap=g * state.Sap + inv * a[:, :, None] * p[:, None, :],
+            Scc=g * state.Scc + inv * c[:, :, None] * c[:, None, :],
+            Scp=g * state.Scp + inv * c[:, :, None] * p[:, None, :],
             Spp=g * state.Spp + inv * p[:, :, None] * p[:, None, :],
-            ba=g * state.ba + inv * (y[:, None] * a),
+            bc=g * state.bc + inv * (y[:, None] * c),
             bp=g * state.bp + inv * (y[:, None] * p),
             yy=g * state.yy + inv * y * y,
             n=g * state.n + 1.0,
@@ -266,69 +272,43 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         return jax.tree_util.tree_map(pick, new, state)
 
     def check_rewards(self, y) -> None:
-        """Host-side check: finite real rewards."""
-        check_reward_support(y, "real", name="rewards")
+        """Host-side check: finite real rewards within :meth:`reward_bound`."""
+        bound, why = self.reward_bound()
+        check_reward_support(y, "real", name="rewards", bound=bound, why=why)
+
+    def reward_bound(self, dtype=None) -> tuple[float, str]:
+        """The largest reward magnitude taken (``conjugate.reward_bound``):
+        ``yy`` sums r^2 (over s^2 for a fixed prior and noise s), so squares in units
+        of 1, or of s < 1, bound them (float32: 2^50; r^2 overflows at 1.8e19)."""
+        base = self.base
+        s = getattr(base, "noise_scale", None)
+        if self.known_noise:
+            return reward_bound(dtype, square_unit=float(s), over=float(s) ** 2)
+        unit = 1.0 if s is None else min(1.0, float(s))
+        return reward_bound(dtype, square_unit=unit)
 
     # ------------------------------------------------------------------ draws
-    def _slice_chain(self, key, state):
-        """Every position's w from state.w: one Metropolis-Hastings jump from a Cauchy
-        centred on the 2d relaxation's estimate of w (so that a chain caught in a far,
-        negligible mode of the bilinear model leaves it), then ``slice_steps`` slice
-        transitions (the kernel:
-        :func:`bayesrank.posteriors.slice_sampler.jump_then_slice`).
+    def draw_w(self, key, state):
+        """Every position's w from its collapsed posterior: the inverse CDF of
+        :meth:`w_grid` with ``DRAW_NODES`` nodes a pass (two passes: the prior's
+        whole range, then the posterior's own coordinates), the log density linear
+        in w between nodes.
 
-        With a learnt-scale base the chain moves on (w, g): g is first drawn exactly
-        from ``p(g | w, D)`` on the base's grid (one tridiagonal reduction per
-        position), then the kernel moves w under ``p(w | g, D)`` (a Cholesky factor
-        per evaluation, as with a fixed scale). Each part leaves the joint posterior
-        invariant, so the pair does: (w, g) is a draw of their joint posterior, and
-        :meth:`draw` takes theta | w, g, D (g is not kept: it is redrawn from w each
-        round). Returns ``(w, width, log g)`` (log g = inf without a learnt scale)."""
-        d = state.ba.shape[1]
-        dtype = state.ba.dtype
-        m0, P0 = self._theta_prior(d, dtype)
-        stats = self._stats(state)
-        L = state.w.shape[0]
-        # the conjugate learnt scale: g | w exactly on the base's grid, then w | g
-        given_g = self.learnt and self.moves_w_given_scale
-        if given_g:
-            key, k_g = jax.random.split(key)
-            # on the nodes: (node, w) then has one joint, the grid's, whose w-marginal
-            # is the collapsed density the summaries integrate (a draw spread over
-            # the node's cell would pair with p(w | g) from no single joint)
-            logw = self.base._grid_posterior(self.given_w(state, state.w))[2]
-            log_g = jnp.asarray(self.base.log_g, dtype)[grid_index(k_g, logw)]
-        else:
-            log_g = jnp.full((L,), jnp.inf, dtype)
-        c = jnp.exp(-2.0 * log_g)
-
-        def position(key, l, st, yy, n, w0, width, c):
-            def log_lik(x):
-                if given_g:
-                    return self._log_marginal_given_g(st, yy, n, x, c)
-                return self._log_marginal(st, yy, n, x, m0, P0)
-
-            def logf(w):  # w: (k,) points of this position -> (k,)
-                lp = jax.vmap(lambda x: self.log_prior(jnp.broadcast_to(x, (L,)))[l])(w)
-                return jax.vmap(log_lik)(w) + lp
-
-            centre = self._relaxed_w(st, m0, P0)
-            return jump_then_slice(key, logf, w0, width, centre,
-                                   steps=self.slice_steps)
-
-        keys = jax.random.split(key, L)
-        w, width = jax.vmap(position)(
-            keys, jnp.arange(L), stats, state.yy, state.n, state.w, state.width, c
-        )
-        return w, width, log_g
+        Returns:
+            ``(w (L,), spread (L,))``: the draws and the grid's robust spread of w
+            (half its 25-75 % range, > 0).
+        """
+        grid, logp = self._w_nodes(state, DRAW_NODES, 2)
+        w = self._grid_sample(key, grid, logp, 1)[0]
+        lo, hi = self._grid_quantiles(grid, logp, (0.25, 0.75))
+        tiny = jnp.finfo(grid.dtype).tiny
+        return w, jnp.maximum(0.5 * (hi - lo), tiny)
 
     def given_w(self, state: LatentWState, w) -> LearntScaleState:
         """A learnt-scale base's state of the design ``a + w p``, w (L,): the sums
         given w (theta | w, D is then the base's posterior)."""
-        Saa, Sap, Spp, ba, bp = self._stats(state)
-        wm = w[:, None, None]
-        S = Saa + wm * (Sap + jnp.swapaxes(Sap, 1, 2)) + wm * wm * Spp
-        u = ba + w[:, None] * bp
+        S, u, _ = jax.vmap(lambda st, wl: self._design(st, wl, scaled=False))(
+            self._stats(state), w)
         zero = jnp.zeros_like
         return LearntScaleState(S, u, state.yy, state.n, zero(S), zero(u), zero(state.yy))
 
@@ -358,8 +338,13 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         """
         if self.learnt:
             return self.base.draw(key, self.given_w(state, w))[0]
-        d = state.ba.shape[1]
-        dtype = state.ba.dtype
+        return self._theta_sigma_given_w(key, state, w)[0]
+
+    def _theta_sigma_given_w(self, key, state: LatentWState, w):
+        """theta | w (L, d) of a fixed-scale base and the noise sd (L,) drawn with
+        it (None where the noise is known)."""
+        d = state.bp.shape[1]
+        dtype = state.bp.dtype
         m0, P0 = self._theta_prior(d, dtype)
         stats = self._stats(state)
         C, b = jax.vmap(lambda st, wl: self._conditional(st, wl, m0, P0))(stats, w)
@@ -376,26 +361,53 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
             b_n = jnp.maximum(b_n, 1e-300)
             sigma2 = b_n / jax.random.gamma(k_var, a_n, dtype=dtype)
             scale = jnp.sqrt(sigma2)
-        return linalg.sample_per_position(k_theta, mean, C, scale)
+        theta = linalg.sample_per_position(k_theta, mean, C, scale)
+        return theta, (None if self.known_noise else scale)
+
+    def theta_scales_given_w(self, key, state, w):
+        """theta | w (L, d) and the learnt scales drawn with it, as :meth:`draw` takes
+        them (g | w, D on a learnt base's grid, s^2, theta | w, g; NIG: s^2 | w, D):
+        ``(theta, scales)``, scales a dict of (L,) arrays, ``"prior_scale"`` (g, as
+        the known-w DataTree) and ``"noise_scale"`` (reward units) where learnt."""
+        if self.learnt:
+            return self._theta_scales_at(*jax.random.split(key), state, w)
+        theta, sigma = self._theta_sigma_given_w(key, state, w)
+        return theta, ({} if sigma is None else {"noise_scale": sigma})
+
+    def _theta_scales_at(self, k_g, k_t, state, w):
+        """:meth:`theta_scales_given_w` of a learnt base: g | w, D (key ``k_g``),
+        then s^2 and theta | w, g (key ``k_t``)."""
+        base = self.base
+        given = self.given_w(state, w)
+        tri, _, logw = base._grid_posterior(given)
+        log_g = jnp.asarray(base.log_g, w.dtype)[grid_index(k_g, logw)]
+        _, eps, gam = base._randomness(k_t, given, (), 0)
+        s2 = base._noise(tri, given, log_g, gam)
+        scales = {}
+        if base.fixed_scale is None:
+            scales["prior_scale"] = jnp.exp(log_g)
+        if base.learn_noise:
+            scales["noise_scale"] = jnp.sqrt(s2) * base._units(given)[2]
+        return base._theta(tri, log_g, s2, eps, given), scales
 
     def draw(self, key, state: LatentWState):
-        """One joint draw per position: w by the slice chain, then theta | w (and
-        the chain's g with a learnt conjugate scale: theta | w, g).
+        """One joint draw per position: w from its collapsed posterior
+        (:meth:`draw_w`), then theta | w (with a learnt conjugate scale: g | w, D on
+        the base's grid, then theta | w, g).
 
         Returns:
-            ``((theta (L, d), w (L,)), state)`` with the chain moved to the new w.
+            ``((theta (L, d), w (L,)), state)`` with the draw of w and its spread kept.
         """
-        k_w, k_t = jax.random.split(key)
-        w, width, log_g = self._slice_chain(k_w, state)
-        state = state._replace(w=w, width=width)
-        if self.learnt and self.moves_w_given_scale:  # the chain's (w, g): theta | both
-            return (self.base.draw_given_scale(k_t, self.given_w(state, w), log_g),
-                    w), state
+        k_w, k_g, k_t = jax.random.split(key, 3)
+        w, spread = self.draw_w(k_w, state)
+        state = state._replace(w=w, width=spread)
+        if self.learnt and self.moves_w_given_scale:  # g | w, D; then theta | w, g
+            return (self._theta_scales_at(k_g, k_t, state, w)[0], w), state
         return (self.theta_given_w(k_t, state, w), w), state
 
     def draw_batch(self, key, state: LatentWState, n: int):
-        """n draws for a batch of requests, each its own chain from the current w
-        (chains are not advanced): ``(theta (n, L, d), w (n, L))``."""
+        """n independent draws for a batch of requests (the state is not advanced):
+        ``(theta (n, L, d), w (n, L))``."""
         keys = jax.random.split(key, n)
         return jax.vmap(lambda k: self.draw(k, state)[0])(keys)
 
@@ -408,7 +420,8 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
     #: The base models a saved config may name (looked up here, never imported).
     BASES: dict = {"GaussianLinear": GaussianLinear,
                    "GaussianLinearUnknownNoise": GaussianLinearUnknownNoise,
-                   "LearntScaleLinear": LearntScaleLinear}
+                   # earlier versions' name of GaussianLinear()'s learnt part
+                   "LearntScaleLinear": GaussianLinear}
 
     @classmethod
     def _base_from(cls, cfg):
@@ -425,7 +438,6 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         return {
             "base": {"class": type(self.base).__name__, "config": self.base.config()},
             "w_prior": prior_config(self.w_prior),
-            "slice_steps": self.slice_steps,
         }
 
     @classmethod
@@ -434,6 +446,5 @@ class LatentW(LatentWSummaries, CollapsedDensity, Part):
         base_cls, base_cfg = cls._base_from(cfg)
         return cls(
             base_cls.from_config(base_cfg["config"]),
-            prior_from_config(cfg["w_prior"]),
-            slice_steps=int(cfg.get("slice_steps", SLICE_STEPS)),
+            prior_from_config(cfg["w_prior"]),  # an older "slice_steps" is ignored
         )

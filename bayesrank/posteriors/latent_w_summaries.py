@@ -3,9 +3,9 @@ posterior of w on an adaptive grid, and what it gives (means, sds, quantiles, i.
 draws, the ArviZ DataTree).
 
 :meth:`LatentWSummaries.w_grid` evaluates the collapsed density on an adaptive grid (a
-sinh-spaced pass over the prior's whole range, centred on the data's estimate of w,
-then levels that zoom onto mean +- 12 sd), i.e. quadrature to grid precision,
-independent of the slice chain. The class is a mixin: it reads the model's collapsed
+sinh-spaced search of the prior's whole range, centred on the data's estimate of w and
+on the last draw, then levels in the posterior's own coordinates), i.e. quadrature to
+grid precision; the draws use the same grid with fewer nodes. The class is a mixin: it reads the model's collapsed
 density (``log_density``, ``_relaxed_w``, ``_conditional``, ``_stats``,
 ``_theta_prior``, ``_prior_range``), its exact conditional draw (``theta_given_w``,
 ``given_w``) and its settings (``learnt``, ``base``), all defined by
@@ -29,8 +29,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_int, check_position
+from bayesrank._static import jit_method
 from bayesrank.posteriors import linalg
 from bayesrank.posteriors.datatree import make_datatree
+from bayesrank.posteriors.scaled_datatree import _log_hyper
 
 __all__ = ["GRID", "LEVELS", "SINH_SCALE", "LatentWSummaries"]
 
@@ -41,6 +43,9 @@ LEVELS = 3
 #: about this fine at the data's estimate of w and a fixed fraction of the distance
 #: away from it, so 512 nodes span a prior range of 1e7 and still resolve sd 0.05.
 SINH_SCALE = 1e-2
+#: ``_draw_exact_scales`` compiled once per model configuration and number of draws
+#: (op by op, 4,000 draws of a learnt scale's grid took 90 s, compiled 10 s).
+_DRAW_EXACT_SCALES = jit_method("_draw_exact_scales", static_argnums=(3,))
 
 
 class LatentWSummaries:
@@ -48,74 +53,142 @@ class LatentWSummaries:
     :class:`~bayesrank.posteriors.latent_w.LatentW`; see the module docstring for
     what it reads from the model)."""
 
-    def _locate(self, state, lo, hi, nodes: int):
-        """Where the posterior of each w_l lies, found from the likelihood and the prior
-        together, whatever the prior's width: one pass over a sinh-spaced grid centred
-        on the data's own estimate of w (the 2d relaxation's, :meth:`_relaxed_w`),
-        fine near it and geometric away from it, spanning the prior's whole range.
-
-        Returns ``(mode (L,), half (L,))``: the grid's best node and a half-width
-        holding the posterior (12 of its sd, at least 4 local grid cells).
-        """
-        dtype = state.ba.dtype
-        d = state.ba.shape[1]
-        m0, P0 = self._theta_prior(d, dtype)
-        centre = jax.vmap(lambda *st: self._relaxed_w(st, m0, P0))(*self._stats(state))
-        centre = jnp.clip(jnp.where(jnp.isfinite(centre), centre, 0.5 * (lo + hi)), lo, hi)
-        a = jnp.asarray(SINH_SCALE, dtype)
+    @staticmethod
+    def _sinh_grid(centre, a, lo, hi, nodes: int):
+        """(L, nodes) nodes ``centre + a sinh(t)``, t uniform, spanning [lo, hi]:
+        fine (about ``a`` apart over ``nodes``) near the centre, geometric away."""
+        dtype = lo.dtype
         t = jnp.linspace(0.0, 1.0, nodes, dtype=dtype)[None, :]
         t0, t1 = jnp.arcsinh((lo - centre) / a), jnp.arcsinh((hi - centre) / a)
-        t = t0[:, None] + (t1 - t0)[:, None] * t  # (L, G)
-        grid = centre[:, None] + a * jnp.sinh(t)
-        logp = self.log_density(state, grid.T).T
-        dw = a * jnp.cosh(t) * ((t1 - t0) / (nodes - 1))[:, None]  # the cells' widths
+        t = t0[:, None] + (t1 - t0)[:, None] * t
+        grid = centre[:, None] + a[:, None] * jnp.sinh(t)
+        return jnp.clip(grid, lo[:, None], hi[:, None])
+
+    @staticmethod
+    def _intervals(grid, logp):
+        """The posterior between sorted nodes (L, G), its log density ``logp``
+        linear in w inside each interval (exact for exponential pieces, close for
+        smooth ones): ``(mass (L, G-1) normalised, slope d (L, G-1))``, d the
+        interval's rise in log density."""
         top = jnp.max(logp, axis=1, keepdims=True)
-        mass = jnp.exp(logp - jnp.where(jnp.isfinite(top), top, 0.0)) * dw
-        mass = mass / jnp.sum(mass, axis=1, keepdims=True)
-        mean = jnp.sum(mass * grid, axis=1)
-        sd = jnp.sqrt(jnp.sum(mass * (grid - mean[:, None]) ** 2, axis=1))
-        best = jnp.argmax(logp, axis=1)
-        mode = jnp.take_along_axis(grid, best[:, None], axis=1)[:, 0]
-        cell = jnp.take_along_axis(dw, best[:, None], axis=1)[:, 0]
-        half = jnp.maximum(12.0 * sd + jnp.abs(mean - mode), 4.0 * cell)
-        return mode, half
+        lp = logp - jnp.where(jnp.isfinite(top), top, 0.0)
+        a, b = lp[:, :-1], lp[:, 1:]
+        both = jnp.isfinite(a) & jnp.isfinite(b)
+        d = jnp.where(both, b - a, 0.0)
+        ad = jnp.abs(d)
+        # e^max(a, b) (1 - e^-|d|) / |d|: the mean of the exponential over the interval
+        mean = jnp.exp(jnp.maximum(a, b)) * jnp.where(
+            ad > 1e-4, -jnp.expm1(-ad) / jnp.where(ad > 1e-4, ad, 1.0), 1.0 - 0.5 * ad)
+        # an end outside the support: the trapezoid's half of the other end
+        mean = jnp.where(both, mean, 0.5 * (jnp.exp(a) + jnp.exp(b)))
+        mass = jnp.diff(grid, axis=1) * mean
+        return mass / jnp.sum(mass, axis=1, keepdims=True), jnp.clip(d, -80.0, 80.0)
+
+    @staticmethod
+    def _invert(grid, mass, d, u):
+        """Points (L, k) at cumulative probabilities ``u (L, k)`` of the interval
+        representation (:meth:`_intervals`): the interval, then the inverse CDF of
+        its exponential piece."""
+        cum = jnp.cumsum(mass, axis=1)
+        k = jnp.minimum(jax.vmap(lambda c, q: jnp.searchsorted(c, q, side="right"))(
+            cum, u), mass.shape[1] - 1)
+        pick = lambda x, i: jnp.take_along_axis(x, i, axis=1)  # noqa: E731
+        m, dk = pick(mass, k), pick(d, k)
+        r = jnp.clip((u - (pick(cum, k) - m)) / jnp.where(m > 0, m, 1.0), 0.0, 1.0)
+        small = jnp.abs(dk) < 1e-4
+        frac = jnp.where(small, r, jnp.log1p(r * jnp.expm1(dk)) / jnp.where(small, 1.0, dk))
+        left = pick(grid, k)
+        return left + jnp.clip(frac, 0.0, 1.0) * (pick(grid, k + 1) - left)
+
+    @staticmethod
+    def _node_weights(mass):
+        """Normalised weights per node (L, G): each interval's mass shared by its two
+        ends (the moments' quadrature)."""
+        z = jnp.zeros_like(mass[:, :1])
+        wts = 0.5 * (jnp.concatenate([z, mass], axis=1) + jnp.concatenate([mass, z], 1))
+        return wts / jnp.sum(wts, axis=1, keepdims=True)
+
+    def _grid_quantiles(self, grid, logp, probs):
+        """(len(probs), L) quantiles of w from :meth:`_w_nodes`'s output."""
+        mass, d = self._intervals(grid, logp)
+        u = jnp.broadcast_to(jnp.asarray(probs, grid.dtype), (grid.shape[0], len(probs)))
+        return self._invert(grid, mass, d, u).T
+
+    def _grid_sample(self, key, grid, logp, n: int):
+        """(n, L) independent draws from :meth:`_w_nodes`'s output (inverse CDF)."""
+        mass, d = self._intervals(grid, logp)
+        u = jax.random.uniform(key, (grid.shape[0], n), grid.dtype)
+        return self._invert(grid, mass, d, u).T
+
+    def _w_nodes(self, state, nodes: int, levels: int):
+        """``(w (L, G), log density (L, G))``: :meth:`w_grid`'s sorted nodes and the
+        unnormalised log posterior there."""
+        check_int(nodes, "nodes", low=8)
+        check_int(levels, "levels", low=1)
+        L = state.w.shape[0]
+        dtype = state.bp.dtype
+        lo, hi = self._prior_range(L, dtype)
+        d = state.bp.shape[1]
+        m0, P0 = self._theta_prior(d, dtype)
+        rel = jax.vmap(lambda *st: self._relaxed_w(st, m0, P0))(*self._stats(state))
+        mid = 0.5 * (lo + hi)
+        centres = [jnp.clip(jnp.where(jnp.isfinite(c), c, mid), lo, hi)
+                   for c in (rel, state.w.astype(dtype))]
+        half = nodes // 2
+        a = jnp.full((L,), SINH_SCALE, dtype)
+        grid = jnp.sort(jnp.concatenate(
+            [self._sinh_grid(c, a, lo, hi, n) for c, n in zip(centres, (half, nodes - half))],
+            axis=1), axis=1)
+        logp = self.log_density(state, grid.T).T
+        for _ in range(levels - 1):
+            mass, slope = self._intervals(grid, logp)
+            G = grid.shape[1]
+            mode = jnp.take_along_axis(grid, jnp.argmax(logp, axis=1)[:, None], axis=1)[:, 0]
+            # all but 1e-10 of the mass each side (counted from its own end: 1 - 1e-10
+            # is 1 in float32), an interval more each side
+            k_lo = jnp.minimum(jnp.sum(jnp.cumsum(mass, axis=1) <= 1e-10, axis=1), G - 2)
+            k_hi = jnp.maximum(G - 2 - jnp.sum(
+                jnp.cumsum(mass[:, ::-1], axis=1) <= 1e-10, axis=1), 0)
+            pick = lambda x, k: jnp.take_along_axis(x, k[:, None], axis=1)[:, 0]  # noqa: E731
+            r_lo = jnp.maximum(lo, 2.0 * pick(grid, k_lo) - pick(grid, k_lo + 1))
+            r_hi = jnp.minimum(hi, 2.0 * pick(grid, k_hi + 1) - pick(grid, k_hi))
+            q = self._invert(grid, mass, slope, jnp.broadcast_to(
+                jnp.asarray((0.25, 0.75), dtype), (L, 2))).T
+            floor = 64.0 * jnp.finfo(dtype).eps * (jnp.abs(mode) + 1.0)
+            spread = jnp.maximum(q[1] - q[0], floor)
+            # half the nodes where the mass is (at the last level's quantiles 0.1 %
+            # to 99.9 %), half sinh-spaced about the mode out to the whole range (the
+            # tails, geometrically)
+            u = jnp.linspace(1e-3, 1.0 - 1e-3, half, dtype=dtype)
+            core = self._invert(grid, mass, slope, jnp.broadcast_to(u, (L, half)))
+            tails = self._sinh_grid(jnp.clip(mode, r_lo, r_hi), spread, r_lo, r_hi,
+                                    nodes - half)
+            grid = jnp.sort(jnp.concatenate([core, tails], axis=1), axis=1)
+            logp = self.log_density(state, grid.T).T
+        return grid, logp
 
     def w_grid(self, state, *, nodes: int = GRID, levels: int = LEVELS):
         """The collapsed posterior of w on an adaptive grid, per position.
 
-        The prior's range (its 1e-6 and 1 - 1e-6 quantiles, or mean +- 10 sd, widened
-        to hold the chain's w) is searched first by :meth:`_locate`, so a vague or
-        heavy-tailed prior (``Normal(0, 1e6)``, ``Cauchy(0, 1e4)``) does not hide a
-        narrow posterior between the nodes of a uniform grid. Level 1 spans the
-        located region; each further level zooms onto the previous level's mean +- 12
-        sd (at least 4 of its cells).
+        Level 1 searches the prior's whole range (its 1e-6 and 1 - 1e-6 quantiles,
+        or mean +- 10 sd): two sinh-spaced grids of ``nodes / 2`` nodes, one centred
+        on the data's own estimate of w (the 2d relaxation's, :meth:`_relaxed_w`),
+        one on the last draw (``state.w``), fine near their centres and geometric
+        away, so a vague or heavy-tailed prior (``Normal(0, 1e6)``,
+        ``Cauchy(0, 1e4)``) does not hide a narrow posterior between nodes. Each
+        further level is a grid in the posterior's own coordinates: half its nodes
+        at the last level's quantiles 0.1 % to 99.9 %, half sinh-spaced about its mode
+        (scaled by its 25-75 % range) out to its 1e-10 and 1 - 1e-10 quantiles (an
+        interval more each side). Between nodes the log density is taken linear in
+        w (exact for exponential pieces), which keeps the geometric intervals of
+        polynomial tails (a learnt scale under a vague prior) accurate.
 
         Returns:
-            ``(w (L, nodes), weights (L, nodes))``: the last level's nodes and their
-            normalised weights (a quadrature of the posterior of each w_l).
+            ``(w (L, nodes), weights (L, nodes))``: the last level's sorted nodes and
+            their normalised weights (each interval's mass shared by its two ends).
         """
-        L = state.w.shape[0]
-        dtype = state.ba.dtype
-        lo, hi = self._prior_range(L, dtype)
-        lo = jnp.minimum(lo, state.w - 10 * state.width)
-        hi = jnp.maximum(hi, state.w + 10 * state.width)
-        mode, half = self._locate(state, lo, hi, nodes)
-        lo, hi = jnp.maximum(lo, mode - half), jnp.minimum(hi, mode + half)
-        u = jnp.linspace(0.0, 1.0, nodes, dtype=dtype)
-        for level in range(levels):
-            grid = lo[:, None] + (hi - lo)[:, None] * u[None, :]  # (L, G)
-            logp = self.log_density(state, grid.T).T  # (L, G)
-            top = jnp.max(logp, axis=1, keepdims=True)
-            wts = jnp.exp(logp - jnp.where(jnp.isfinite(top), top, 0.0))
-            wts = wts / jnp.sum(wts, axis=1, keepdims=True)
-            if level == levels - 1:
-                break
-            mean = jnp.sum(wts * grid, axis=1)
-            sd = jnp.sqrt(jnp.sum(wts * (grid - mean[:, None]) ** 2, axis=1))
-            h = (hi - lo) / (nodes - 1)
-            half = jnp.maximum(12.0 * sd, 4.0 * h)
-            lo, hi = jnp.maximum(lo, mean - half), jnp.minimum(hi, mean + half)
-        return grid, wts
+        grid, logp = self._w_nodes(state, nodes, levels)
+        return grid, self._node_weights(self._intervals(grid, logp)[0])
 
     def w_mean(self, state):
         """(L,) the posterior mean of w, by quadrature on :meth:`w_grid`.
@@ -145,16 +218,9 @@ class LatentWSummaries:
         return self.jitted("_w_quantiles")(state, tuple(float(q) for q in probs))
 
     def _w_quantiles(self, state, probs=(0.05, 0.95)):
-        """``(len(probs), L)`` quantiles of w per position (the grid's CDF, linear
-        inside each cell)."""
-        grid, wts = self.w_grid(state)
-        h = grid[:, 1:2] - grid[:, 0:1]
-        # each node carries its cell [g - h/2, g + h/2]; the CDF is linear inside
-        edges = jnp.concatenate([grid[:, :1] - h / 2, grid + h / 2], axis=1)
-        cdf = jnp.concatenate([jnp.zeros_like(wts[:, :1]), jnp.cumsum(wts, axis=1)],
-                              axis=1)
-        q = jnp.asarray(probs, grid.dtype)
-        return jax.vmap(lambda c, e: jnp.interp(q, c, e), out_axes=1)(cdf, edges)
+        """``(len(probs), L)`` quantiles of w per position (the inverse CDF of
+        :meth:`w_grid`'s interval representation)."""
+        return self._grid_quantiles(*self._w_nodes(state, GRID, LEVELS), probs)
 
     def mean(self, state):
         """(L, d) the posterior mean of theta, ``E_w[P(w)^-1 b(w)]`` by quadrature on
@@ -168,8 +234,8 @@ class LatentWSummaries:
     def _mean(self, state):
         """(L, d) the posterior mean of theta, ``E_w[P(w)^-1 b(w)]`` by quadrature."""
         grid, wts = self.w_grid(state)
-        d = state.ba.shape[1]
-        m0, P0 = self._theta_prior(d, state.ba.dtype)
+        d = state.bp.shape[1]
+        m0, P0 = self._theta_prior(d, state.bp.dtype)
         stats = self._stats(state)
 
         if self.learnt:  # E[theta | w] of the base, weighted over w's grid
@@ -188,17 +254,9 @@ class LatentWSummaries:
         return jax.vmap(one_pos)(stats, grid, wts)
 
     def sample_w(self, key, state, n: int):
-        """(n, L) independent exact draws of w (inverse CDF on :meth:`w_grid`, a
-        uniform position inside the drawn cell)."""
-        grid, wts = self.w_grid(state)
-        L, G = grid.shape
-        h = grid[:, 1] - grid[:, 0]
-        k1, k2 = jax.random.split(key)
-        idx = jax.vmap(lambda k, p: jax.random.choice(k, G, (n,), p=p))(
-            jax.random.split(k1, L), wts
-        )  # (L, n)
-        jitter = (jax.random.uniform(k2, (L, n), grid.dtype) - 0.5) * h[:, None]
-        return (jnp.take_along_axis(grid, idx, axis=1) + jitter).T
+        """(n, L) independent exact draws of w (the inverse CDF of :meth:`w_grid`'s
+        interval representation)."""
+        return self._grid_sample(key, *self._w_nodes(state, GRID, LEVELS), n)
 
     def draw_exact(self, key, state, n: int):
         """n independent exact draws per position: w from its collapsed posterior
@@ -215,37 +273,100 @@ class LatentWSummaries:
             jax.random.split(k_t, n), ws)
         return thetas, ws
 
+    def draw_exact_scales(self, key, state, n: int):
+        """n independent exact draws per position with the learnt scales: w from its
+        collapsed posterior (:meth:`sample_w`), then the scales and theta | w as a
+        draw takes them (``theta_scales_given_w``: g | w, D on a learnt conjugate
+        scale's grid, s^2 | w, g, D, theta | w, g, s; tau_k | w, D for a learnt
+        Laplace scale).
+
+        Returns:
+            ``(theta (n, L, d), w (n, L), scales)``, ``scales`` a dict of (n, L)
+            arrays: ``"prior_scale"``, ``"noise_scale"`` where learnt.
+        """
+        return _DRAW_EXACT_SCALES(self, key, state, int(n))
+
+    def _draw_exact_scales(self, key, state, n: int):
+        """:meth:`draw_exact_scales`, traced (jitted once per configuration and n)."""
+        k_w, k_t = jax.random.split(key)
+        ws = self.sample_w(k_w, state, n)
+        thetas, scales = jax.vmap(lambda k, w: self.theta_scales_given_w(k, state, w))(
+            jax.random.split(k_t, n), ws)
+        return thetas, ws, scales
+
+    def _scales_log_prior(self, variables: dict) -> dict:
+        """Host side: the log prior terms of theta and of the drawn scales, from the
+        DataTree's ``variables`` (theta (chain, draw, d), prior_scale and
+        noise_scale (chain, draw) where learnt), as the known-w models' DataTrees
+        write them: g's hyperprior, Jeffreys' ``-log s`` (improper) and ``log
+        N(theta | m0, g^2 s^2 I)`` (a learnt conjugate scale, no per-coordinate
+        shape); ``log InvGamma(s^2 | a0, b0)`` and ``log N(theta | m0, s^2
+        P0^-1)`` (Normal-Inverse-Gamma); ``log N(theta | m0, P0^-1)`` (fixed)."""
+        theta = variables["theta"]
+        d = theta.shape[-1]
+        out = {}
+        if self.learnt:
+            base = self.base
+            g, s = variables.get("prior_scale"), variables.get("noise_scale")
+            if g is not None:
+                out["prior_scale"] = _log_hyper(base, g)
+            if s is not None:
+                out["noise_scale"] = -np.log(s)
+            if base.shape is None:  # theta | g, s ~ N(m0, (g s)^2 I)
+                sd = ((math.exp(float(base.log_g[0])) if g is None else g)
+                      * (float(base.noise_scale) if s is None else s))
+                m0 = np.broadcast_to(np.asarray(base.prior_mean, float), (d,))
+                out["theta"] = (-d * np.log(math.sqrt(2 * math.pi) * sd)
+                                - 0.5 * np.sum((theta - m0) ** 2, -1) / sd**2)
+            return out
+        m0, P0 = (np.asarray(a, float)
+                  for a in self._theta_prior(d, jnp.result_type(float)))
+        C0 = np.linalg.cholesky(P0)
+        r = (theta - m0) @ C0
+        s2 = 1.0
+        if not self.known_noise:  # theta | s ~ N(m0, s^2 P0^-1), s^2 ~ InvGamma(a0, b0)
+            s2 = variables["noise_scale"] ** 2
+            a0, b0 = float(self.base.a0), float(self.base.b0)
+            out["noise_scale"] = (a0 * math.log(b0) - math.lgamma(a0)
+                                  - (a0 + 1.0) * np.log(s2) - b0 / s2)
+        out["theta"] = (-0.5 * d * np.log(2 * math.pi * s2)
+                        + np.sum(np.log(np.diag(C0))) - 0.5 * np.sum(r * r, -1) / s2)
+        return out
+
     # ------------------------------------------------------------ diagnostics
     def to_datatree(self, state, position: int, *, key, data=None,
                     draws: int = 1000, chains: int = 4):
-        """Exact joint draws of (theta, w) at one position as an ArviZ DataTree.
+        """Exact joint draws of (theta, w) and the learnt scales at one position as
+        an ArviZ DataTree.
 
-        w is drawn from its collapsed posterior on :meth:`w_grid`, theta | w exactly.
-        ``data`` is accepted for the common protocol (the pair features and rewards);
-        the groups are posterior (theta, w), sample_stats and log_prior (theta's and
-        w's terms).
+        w is drawn from its collapsed posterior on :meth:`w_grid`, then the scales
+        and theta | w exactly (:meth:`draw_exact_scales`). ``data`` is accepted for
+        the common protocol (the pair features and rewards); the groups are
+        posterior (theta, w, and ``prior_scale`` / ``noise_scale`` where learnt,
+        with the known-w models' meaning and units: g, theta's prior sd over the
+        noise sd, or tau for a Laplace GLM; the noise sd in reward units),
+        sample_stats and log_prior (w's, theta's and the scales' terms).
         """
         L = state.w.shape[0]
         check_position(position, L)
         check_int(draws, "draws", low=1)
         check_int(chains, "chains", low=1)
         del data
-        thetas, ws = self.draw_exact(key, state, int(draws) * int(chains))
+        n = int(draws) * int(chains)
+        thetas, ws, scales = self.draw_exact_scales(key, state, n)
         w_pos = np.asarray(ws[:, position], float).reshape(chains, draws)
         th = np.asarray(thetas[:, position], float).reshape(chains, draws, -1)
-        d = th.shape[-1]
+        variables = {"theta": th, "w": w_pos}
+        for name in ("prior_scale", "noise_scale"):
+            if name in scales:
+                variables[name] = np.asarray(scales[name][:, position], float).reshape(
+                    chains, draws)
         lp_w = np.asarray(
             self.log_prior(jnp.broadcast_to(jnp.asarray(w_pos)[..., None],
                                             w_pos.shape + (L,)))[..., position], float)
-        log_prior = {"w": lp_w}
-        if not self.learnt:  # a learnt scale's theta prior is a mixture: w's term only
-            m0, P0 = (np.asarray(a, float) for a in self._theta_prior(d, state.ba.dtype))
-            C0 = np.linalg.cholesky(P0)
-            r = (th - m0) @ C0
-            log_prior["theta"] = (-0.5 * d * math.log(2 * math.pi)
-                                  + np.sum(np.log(np.diag(C0))) - 0.5 * np.sum(r * r, -1))
+        log_prior = {"w": lp_w, **self._scales_log_prior(variables)}
         return make_datatree(
-            {"theta": th, "w": w_pos},
+            variables,
             log_prior=log_prior,
             attrs={"model": self.label(), "position": position},
         )

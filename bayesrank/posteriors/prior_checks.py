@@ -17,8 +17,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_array, check_int, check_real, is_tracer
+from bayesrank.posteriors.w_prior import is_distribution
 
-__all__: list[str] = []
+__all__ = ["is_learnt"]
+
+
+def is_learnt(value) -> bool:
+    """Whether a scale argument asks for learning: None or a NumPyro distribution.
+
+    Example:
+        >>> is_learnt(None), is_learnt(1.0)
+        (True, False)
+    """
+    return value is None or is_distribution(value)
 
 
 def _to_float_array(value, name: str) -> np.ndarray:

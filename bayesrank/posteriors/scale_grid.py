@@ -27,9 +27,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank.posteriors.w_prior import _refuse_bad_parameters, prior_range
+from bayesrank.posteriors.w_prior import (
+    _refuse_bad_parameters,
+    on_positive_axis,
+    prior_range,
+)
 
-__all__ = ["GRID", "TAIL", "valid_hyperprior", "default_hyperprior", "grid_terms",
+__all__ = ["DECADES", "GRID", "TAIL", "valid_hyperprior", "default_hyperprior",
+           "grid_terms",
            "grid_loglik", "grid_index", "grid_draw", "grid_draw_at", "inverse_cdf",
            "cell_spread",
            "Tridiagonal", "tridiagonal", "tridiagonal_quad", "tridiagonal_loglik",
@@ -39,6 +44,9 @@ __all__ = ["GRID", "TAIL", "valid_hyperprior", "default_hyperprior", "grid_terms
 GRID = 160
 #: Quantiles of the hyperprior that bound the grid.
 TAIL = 1e-6
+#: The most decades of g the grid spans: a TAIL quantile further below the top one
+#: (Gamma(0.01): 1e-600) is raised to it (such g act as 0: theta at its prior mean).
+DECADES = 24
 
 
 
@@ -61,12 +69,16 @@ def _default_grid() -> tuple[np.ndarray, np.ndarray]:
 
 def _hyper_grid(prior) -> tuple[np.ndarray, np.ndarray]:
     """``(log_g (G,), log weight (G,))`` of a positive scalar hyperprior: nodes
-    uniform in log g; weight = density x g (the Jacobian of log g), normalised."""
+    uniform in log g between its :data:`TAIL` and 1 - :data:`TAIL` quantiles
+    (:func:`~bayesrank.posteriors.w_prior.prior_range`: icdf, else the cdf's
+    numerical inverse, else draws; at most :data:`DECADES` decades); weight =
+    density x g (the Jacobian of log g), normalised. None: HalfCauchy(1) in closed
+    form."""
     if prior is None:
         log_g, log_pdf = _default_grid()
     else:
         lo, hi = (float(np.asarray(a).reshape(-1)[0]) for a in prior_range(prior))
-        lo = max(lo, 1e-12 * max(hi, 1.0))
+        lo = max(lo, hi * 10.0**-DECADES)  # g far below the top act as 0
         log_g = np.linspace(math.log(lo), math.log(hi), GRID)
         with jax.ensure_compile_time_eval():
             log_pdf = np.asarray(prior.log_prob(jnp.asarray(np.exp(log_g))), float)
@@ -76,20 +88,40 @@ def _hyper_grid(prior) -> tuple[np.ndarray, np.ndarray]:
 
 
 def valid_hyperprior(prior, name: str):
-    """A scalar NumPyro distribution on (0, inf) with finite quantiles, or None."""
+    """Return ``prior`` if it is a usable hyperprior of a scale, else raise.
+
+    Usable: a continuous scalar NumPyro distribution (batch and event shape ``()``)
+    whose support is (part of) (0, inf), with finite parameters, and whose
+    :data:`TAIL` and 1 - :data:`TAIL` quantiles (the grid's range) can be found: by
+    its ``icdf``, else by a numerical inverse of its ``cdf``, else from draws
+    (:func:`~bayesrank.posteriors.w_prior.prior_range`).
+
+    Args:
+        prior: None (returned as is: the default hyperprior) or a NumPyro
+            distribution.
+        name: the argument's name in messages (``"prior_scale"``).
+
+    Raises:
+        ValueError: a batch or event shape, a discrete support, a support reaching
+            below 0, bad parameters, or no way to find the quantiles (the message
+            names ``name`` and what is needed).
+
+    Example:
+        >>> import numpyro.distributions as dist
+        >>> valid_hyperprior(dist.Normal(0.0, 1.0), "prior_scale")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: prior_scale: the hyperprior must live on (0, inf), got Normal with ...
+    """
     if prior is None:
         return None
-    from numpyro.distributions import constraints
-
     if tuple(prior.batch_shape) != () or prior.event_shape != () or getattr(
             prior.support, "is_discrete", False):
         raise ValueError(
             f"{name}: expected a continuous scalar hyperprior (batch shape ()), got "
             f"{type(prior).__name__} with batch shape {tuple(prior.batch_shape)}"
         )
-    positive = isinstance(prior.support, (type(constraints.positive),)) or (
-        float(np.min(np.asarray(getattr(prior.support, "lower_bound", -1.0)))) >= 0.0)
-    if not positive:
+    if not on_positive_axis(prior):
         raise ValueError(
             f"{name}: the hyperprior must live on (0, inf), got {type(prior).__name__} "
             f"with support {prior.support}"
@@ -99,10 +131,12 @@ def valid_hyperprior(prior, name: str):
     except ValueError as exc:
         raise ValueError(str(exc).replace("w:", f"{name}:", 1)) from None
     lo, hi = prior_range(prior)
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > 0)):
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > 0)
+            and np.all(hi > lo)):
         raise ValueError(
-            f"{name}: cannot find a finite range holding the hyperprior "
-            f"{type(prior).__name__}"
+            f"{name}: cannot find the {TAIL:g} and 1 - {TAIL:g} quantiles of the "
+            f"hyperprior {type(prior).__name__} (the range of its grid): it needs an "
+            "icdf, a cdf or a sample method that gives finite values in (0, inf)"
         )
     return prior
 
@@ -120,9 +154,18 @@ def _centred(S, u, q, m0, sf, A, xp):
 
 def _grid_loglik(half_logdet, quad, qc, n, learn_noise, xp):
     """``beta (G,)`` and ``log p(y | g) (G,)`` from the half log-determinants
-    ``1/2 sum log(1 + g^2 D_i)`` and the quadratic forms at the nodes."""
-    tiny = xp.finfo(quad.dtype).tiny
-    beta = xp.maximum(qc - quad, 1e-6 * xp.maximum(qc, tiny) + tiny)
+    ``1/2 sum log(1 + g^2 D_i)`` and the quadratic forms at the nodes.
+
+    beta = q - quad is floored at about the rounding of that difference: 1e-6 q in
+    float32 (8 eps), 8 eps q = 1.8e-15 q in float64, not at 1e-6 q there too: where
+    the rewards are 1e3 noise sds or more the true residual is below 1e-6 q, and that
+    floor flattened the evidence about its mode (SBC under a vague prior on w found
+    it). float32 keeps exactly 1e-6 so that its lists do not move (with fewer
+    observations than features the floor binds at large g).
+    """
+    info = xp.finfo(quad.dtype)
+    frac = 1e-6 if info.eps > 1e-10 else 8.0 * info.eps
+    beta = xp.maximum(qc - quad, frac * xp.maximum(qc, info.tiny) + info.tiny)
     if learn_noise:
         return beta, -half_logdet - 0.5 * n * xp.log(beta)
     return beta, -half_logdet - 0.5 * beta

@@ -1,3 +1,5 @@
+# Over 450 lines because: one model, the learnt-scale conjugate posterior (state,
+# update, draws, checks); its summaries and grid maths are modules of their own.
 """Conjugate linear posterior that learns its scales: the prior's and the noise's.
 
 Identity link. For each position independently (p features, rewards in any units)::
@@ -41,11 +43,19 @@ every theta, so its value does not change the list before data arrive.
 ``discount=gamma < 1`` multiplies the sums (and n) by gamma before each observed
 update: the prior keeps its full weight, the data weigh about 1 / (1 - gamma) rounds.
 
+**Any reward magnitude.** u and q are kept in units of a running reward scale c, a
+power of two shared by the positions (``2^(e-1)`` for the largest ``|r| = m 2^e``
+seen), so that q never overflows (float32: r^2 does above 1.8e19) nor underflows
+(below 1e-19); a larger reward rescales the sums by a power of two (exact). The
+maths runs on the scaled sums and maps back by one product: rewards times a power
+of two give the same grid posterior and lists, the mean times it exactly. The
+bounds on the rewards: :meth:`LearntScaleLinear.reward_bound`, docs/units.md.
+
 Example:
     >>> import jax, jax.numpy as jnp, numpy as np
     >>> from bayesrank.posteriors import GaussianLinear
     >>> model = GaussianLinear()                      # both scales learnt
-    >>> type(model).__name__
+    >>> type(model.scale_model).__name__              # the part it holds
     'LearntScaleLinear'
     >>> state = model.init(L=2, p=3)
     >>> state = model.update(state, jnp.ones((2, 3)), jnp.array([1.0, 2.0]))
@@ -65,10 +75,8 @@ import numpy as np
 
 from bayesrank._static import Part
 from bayesrank.model.links import get_link
-from bayesrank.posteriors import gaussian
 from bayesrank.posteriors.base import check_reward_support
-from bayesrank.posteriors.conjugate import _ConjugateLinear
-from bayesrank.posteriors.gaussian import is_learnt
+from bayesrank.posteriors.conjugate import _ConjugateLinear, reward_bound
 from bayesrank.posteriors.linalg import accumulate
 from bayesrank.posteriors.prior_checks import (
     _valid_discount,
@@ -102,7 +110,7 @@ from bayesrank.posteriors.w_prior import (
 
 # (GRID ... grid_terms live in .scale_grid, re-exported here: their old home)
 __all__ = ["GRID", "TAIL", "LearntScaleLinear", "LearntScaleState", "valid_hyperprior",
-           "default_hyperprior", "grid_terms", "is_learnt"]
+           "default_hyperprior", "grid_terms"]
 
 class LearntScaleState(NamedTuple):
     """Running sums per position (rewards in their own units).
@@ -121,12 +129,16 @@ class LearntScaleState(NamedTuple):
     S_lo: jax.Array  # (L, p, p) rounding error of the sum S (compensated sum)
     u_lo: jax.Array  # (L, p) rounding error of u
     q_lo: jax.Array  # (L,) rounding error of q
+    #: the unit c of u, q and their errors (L,), a power of two, equal at every
+    #: position; 0 (before a non-zero reward) or None (the sums of ``given_w``) read as 1
+    scale: jax.Array | None = None
 
 
 class LearntScaleLinear(LearntScaleSummaries, Part):
     """Conjugate Gaussian posterior per position whose prior scale (and noise scale)
-    are learnt: see the module docstring. Built by ``GaussianLinear(...)`` when a
-    scale is None or a distribution.
+    are learnt: see the module docstring. The part ``GaussianLinear(...)`` holds
+    (``GaussianLinear.scale_model``) when a scale is None
+    or a distribution; it describes itself as a ``GaussianLinear`` (``repr``).
 
     Args:
         prior_mean: scalar or (p,) prior mean m0 of theta.
@@ -215,25 +227,54 @@ class LearntScaleLinear(LearntScaleSummaries, Part):
         S = jnp.zeros((L, p, p), dtype)
         u = jnp.zeros((L, p), dtype)
         q = jnp.zeros((L,), dtype)
-        return LearntScaleState(S, u, q, q, S, u, q)
+        return LearntScaleState(S, u, q, q, S, u, q, q)
 
     def update(self, state: LearntScaleState, x, y, valid=None) -> LearntScaleState:
         """Fold one observation per position in, O(L p^2): x (L, p), y (L,),
         valid (L,) bool (False leaves the position exactly as it was)."""
         x, y, valid = _ConjugateLinear._valid_update_args(_Shim(state), x, y, valid)
+        state = self._rescaled(state, y, valid)  # every position: one scale
         old = state
+        sums = state[:7]
         if self.discount != 1.0:
             g = jnp.asarray(self.discount, state.u.dtype)
-            state = LearntScaleState(*(g * a for a in state))
-        S, S_lo = accumulate(state.S, state.S_lo, x[:, :, None] * x[:, None, :])
-        u, u_lo = accumulate(state.u, state.u_lo, x * y[:, None])
-        q, q_lo = accumulate(state.q, state.q_lo, y * y)
-        new = LearntScaleState(S, u, q, state.n + 1.0, S_lo, u_lo, q_lo)
+            sums = tuple(g * a for a in sums)
+        S, u, q, n, S_lo, u_lo, q_lo = sums
+        y = y / self._unit(state)
+        S, S_lo = accumulate(S, S_lo, x[:, :, None] * x[:, None, :])
+        u, u_lo = accumulate(u, u_lo, x * y[:, None])
+        q, q_lo = accumulate(q, q_lo, y * y)
+        new = LearntScaleState(S, u, q, n + 1.0, S_lo, u_lo, q_lo, state.scale)
         return _ConjugateLinear._select(valid, new, old)
 
+    @staticmethod
+    def _rescaled(state: LearntScaleState, y, valid) -> LearntScaleState:
+        """The state with its scale raised to cover the observed ``y (L,)`` (at
+        least the smallest normal number), u and q moved to it (powers of two)."""
+        dtype = state.u.dtype
+        old = (jnp.zeros(state.n.shape, dtype) if state.scale is None
+               else state.scale)
+        top = jnp.max(jnp.where(valid, jnp.abs(y), 0.0))
+        e = jnp.frexp(top)[1]
+        need = jnp.where(top > 0, jnp.maximum(jnp.ldexp(jnp.ones((), dtype), e - 1),
+                                              jnp.finfo(dtype).tiny), 0.0)
+        new = jnp.maximum(old, need)
+        f = jnp.where(old > 0, old / jnp.where(new > 0, new, 1.0), 0.0)  # old 0: u = 0
+        f2 = f * f  # q sums squares
+        return state._replace(u=state.u * f[:, None], q=state.q * f2,
+                              u_lo=state.u_lo * f[:, None], q_lo=state.q_lo * f2,
+                              scale=new)
+
     def check_rewards(self, y) -> None:
-        """Host-side check: finite real rewards (raises ValueError/TypeError)."""
-        check_reward_support(y, "real", name="rewards")
+        """Host-side check: finite real rewards within :meth:`reward_bound` (raises
+        ValueError/TypeError naming ``rewards``)."""
+        bound, why = self.reward_bound()
+        check_reward_support(y, "real", name="rewards", bound=bound, why=why)
+
+    def reward_bound(self, dtype=None) -> tuple[float, str]:
+        """The largest reward magnitude taken (``conjugate.reward_bound``; a
+        known noise sd s: the evidence sums squares in units of s)."""
+        return reward_bound(dtype, square_unit=self.noise_scale)
 
     def refresh(self, key, state):
         """Closed form: :meth:`mean` is always current (no-op)."""
@@ -244,27 +285,47 @@ class LearntScaleLinear(LearntScaleSummaries, Part):
     def _m0(self, p: int, dtype):
         return jnp.broadcast_to(jnp.asarray(self.prior_mean, dtype), (p,))
 
+    @staticmethod
+    def _unit(state) -> jax.Array:
+        """(L,) the unit of a state's u and q: its scale, 1 where 0 or None."""
+        if state.scale is None:
+            return jnp.ones(state.n.shape, state.u.dtype)
+        return jnp.where(state.scale > 0, state.scale, 1.0).astype(state.u.dtype)
+
     def _sf(self, dtype):
         return jnp.asarray(1.0 if self.noise_scale is None else self.noise_scale, dtype)
 
+    def _units(self, state):
+        """``m0 / c (L, p)``, the unit ``sf' (L,)`` the maths whitens the scaled sums
+        by (1, or ``sf / c`` with a known noise) and ``out (L,)`` (c, or sf): theta
+        = m0 + out A zeta."""
+        dtype, p = state.u.dtype, state.u.shape[-1]
+        c = self._unit(state)
+        m0 = self._m0(p, dtype)[None, :] / c[:, None]
+        if self.learn_noise:
+            return m0, jnp.ones_like(c), c
+        sf = self._sf(dtype)
+        return m0, sf / c, jnp.broadcast_to(sf, c.shape)
+
     def _fallback_var(self, state):
         """The variance used where a position has no data: the mean squared centred
-        reward over all positions (over sf^2), or 1 before any reward."""
+        reward over all positions (over sf'^2: :meth:`_units`), or 1 before any."""
         dtype = state.u.dtype
-        p = state.u.shape[-1]
-        m0, sf = self._m0(p, dtype), self._sf(dtype)
-        qc = (state.q - 2.0 * state.u @ m0 + jnp.einsum("lij,i,j->l", state.S, m0, m0))
+        m0, sfs, _ = self._units(state)
+        qc = (state.q - 2.0 * jnp.einsum("li,li->l", state.u, m0)
+              + jnp.einsum("lij,li,lj->l", state.S, m0, m0)) / sfs**2
         tot_n = jnp.sum(state.n)
-        return jnp.where(tot_n > 0, jnp.sum(qc) / jnp.maximum(tot_n, 1e-30) / sf**2,
+        return jnp.where(tot_n > 0, jnp.sum(qc) / jnp.maximum(tot_n, 1e-30),
                          jnp.ones((), dtype))
 
     def _tri(self, state: LearntScaleState):
-        """Every position's :class:`~.scale_grid.Tridiagonal` form of its sums."""
-        p, dtype = state.u.shape[-1], state.u.dtype
-        m0, sf = self._m0(p, dtype), self._sf(dtype)
+        """Every position's :class:`~.scale_grid.Tridiagonal` form of its sums (in
+        the state's units: :meth:`_units`)."""
+        dtype = state.u.dtype
+        m0, sfs, _ = self._units(state)
         A = None if self.shape is None else jnp.asarray(self.shape, dtype)
-        return jax.vmap(lambda S, u, q: tridiagonal(S, u, q, m0, sf, A))(
-            state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo)
+        return jax.vmap(lambda S, u, q, m, sf: tridiagonal(S, u, q, m, sf, A))(
+            state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo, m0, sfs)
 
     def _grid_posterior(self, state: LearntScaleState):
         """:meth:`_tri`, ``beta (L, G)`` and the grid posterior's normalised log
@@ -303,23 +364,25 @@ class LearntScaleLinear(LearntScaleSummaries, Part):
         s^2 | g, D, then theta | g, s, D; (L, p)."""
         tri = self._tri(state)
         _, eps, gam = self._randomness(key, state, (), 0)
-        return self._theta(tri, log_g, self._noise(tri, state, log_g, gam), eps)
+        return self._theta(tri, log_g, self._noise(tri, state, log_g, gam), eps,
+                           state)
 
-    def _theta(self, tri, log_g, s2, eps):
+    def _theta(self, tri, log_g, s2, eps, state):
         """theta from log g, s^2 and standard normals eps (..., L, p):
         N((S + I/g^2)^-1 u, s^2 (S + I/g^2)^-1) through the positions' shared
         tridiagonal form (:func:`.scale_grid.tridiagonal_draw`: no Cholesky, whose
         pivots float32 rounding can make negative where 1/g^2 is tiny)."""
         return self._to_theta(tridiagonal_draw(tri, jnp.exp(-2.0 * log_g), jnp.sqrt(s2),
-                                               eps))
+                                               eps), state)
 
-    def _to_theta(self, zeta):
-        """theta = m0 + sf A zeta for whitened coordinates zeta (..., p)."""
+    def _to_theta(self, zeta, state):
+        """theta = m0 + out A zeta for whitened coordinates zeta (..., L, p) in the
+        state's units (``out``: :meth:`_units`)."""
         dtype = zeta.dtype
         p = zeta.shape[-1]
         if self.shape is not None:
             zeta = zeta @ jnp.asarray(self.shape, dtype).T
-        return self._m0(p, dtype) + self._sf(dtype) * zeta
+        return self._m0(p, dtype) + self._units(state)[2][:, None] * zeta
 
     def draw(self, key, state: LearntScaleState):
         """One theta per position: g from its grid posterior, s^2 | g, theta | g, s.
@@ -328,20 +391,20 @@ class LearntScaleLinear(LearntScaleSummaries, Part):
             theta (L, p), and the state unchanged.
         """
         parts, k, s2, eps = self._draw_parts(key, state, ())
-        return self._theta(parts, k, s2, eps), state
+        return self._theta(parts, k, s2, eps, state), state
 
     def draw_batch(self, key, state: LearntScaleState, n: int) -> jax.Array:
         """n independent draws at once: (n, L, p)."""
         parts, k, s2, eps = self._draw_parts(key, state, (int(n),))
-        return self._theta(parts, k, s2, eps)
+        return self._theta(parts, k, s2, eps, state)
 
     def draw_scales(self, key, state: LearntScaleState, n: int):
         """n independent draws with their scales: ``theta (n, L, p)``, ``g (n, L)``
         (theta's prior sd over the noise sd) and ``s (n, L)`` (the noise sd: the
         known one where it is a number)."""
         parts, log_g, s2, eps = self._draw_parts(key, state, (int(n),))
-        return (self._theta(parts, log_g, s2, eps), jnp.exp(log_g),
-                jnp.sqrt(s2) * self._sf(s2.dtype))
+        return (self._theta(parts, log_g, s2, eps, state), jnp.exp(log_g),
+                jnp.sqrt(s2) * self._units(state)[2])
 
     # ------------------------------------------------------------ host side
     def to_datatree(self, state: LearntScaleState, position: int, *, key, data=None,
@@ -358,6 +421,27 @@ class LearntScaleLinear(LearntScaleSummaries, Part):
                                      draws=draws, chains=chains)
 
     # ------------------------------------------------------------ persistence
+    def validate_loaded(self, state, name: str = "model") -> None:
+        """Host-side check of a state read from a file (``load`` calls it), beside the
+        loader's generic ones (finite, S PSD, q >= 0): without forgetting the counts
+        are whole numbers; the reward unit ``scale`` is 0 or a positive power of two,
+        the same at every position.
+
+        Raises:
+            ValueError: naming ``name.<field>`` and what was expected.
+        """
+        n = np.asarray(state.n, float)
+        if self.discount == 1.0 and np.any(n != np.round(n)):
+            bad = float(n[n != np.round(n)][0])
+            raise ValueError(f"{name}.n: expected whole counts (no discount), got {bad}")
+        if state.scale is not None:
+            c = np.asarray(state.scale, float)
+            mant = np.frexp(c)[0]
+            if not (np.all(np.isfinite(c)) and np.all(c >= 0)
+                    and np.all((c == 0) | (mant == 0.5)) and np.all(c == c.flat[0])):
+                raise ValueError(f"{name}.scale: expected one power of two (or 0) for "
+                                 f"every position, got {c.tolist()}")
+
     def config(self) -> dict:
         """JSON-able constructor arguments, with ``class``."""
         hyper = self.fixed_scale
@@ -383,6 +467,3 @@ class LearntScaleLinear(LearntScaleSummaries, Part):
                 raise ValueError(str(exc).replace("w_prior:", "prior_scale:", 1)) \
                     from None
         return cls(**kw)
-
-
-gaussian.LEARNT_SCALE_CLASS = LearntScaleLinear  # GaussianLinear(...) builds it

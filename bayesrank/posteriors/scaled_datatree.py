@@ -49,9 +49,12 @@ def learnt_scale_datatree(model, state, position: int, *, key, data=None,
     N = chains * draws
     S, u, q, n = (np.asarray(a, float)[pos] for a in (
         state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo, state.n))
+    c = float(np.asarray(model._unit(state))[pos])  # the sums' unit: to the rewards'
+    u, q = u * c, q * c * c  # (float64: no overflow)
     p = u.shape[0]
     m0 = np.broadcast_to(np.asarray(model.prior_mean, float), (p,))
     sf = 1.0 if model.noise_scale is None else float(model.noise_scale)
+    out = float(np.asarray(model._units(state)[2])[pos])
     U, _, z, denom, beta, loglik = grid_terms(
         S, u, q, n, m0, model.log_g, model.learn_noise, sf, xp=np, A=model.shape)
     logits = model.log_w0 + loglik
@@ -60,7 +63,8 @@ def learnt_scale_datatree(model, state, position: int, *, key, data=None,
     k = rng.choice(len(w), size=N, p=w / w.sum())
     if model.learn_noise:
         s2 = (0.5 * beta[k] / rng.gamma(0.5 * n, 1.0, N) if n > 0
-              else np.full(N, float(np.asarray(model._fallback_var(state)))))
+              else np.full(N, float(np.asarray(model._fallback_var(state)))
+                           * (out / sf) ** 2))
     else:
         s2 = np.ones(N)
     eps = rng.standard_normal((N, p))

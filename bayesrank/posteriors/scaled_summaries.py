@@ -25,23 +25,27 @@ __all__ = ["LearntScaleSummaries"]
 
 class LearntScaleSummaries:
     """Mixin of :class:`~bayesrank.posteriors.scaled.LearntScaleLinear`'s summaries
-    (it reads ``log_g``, ``log_w0``, ``shape``, ``learn_noise``, ``_m0``, ``_sf``,
-    ``_to_theta`` and ``_fallback_var`` from the model)."""
+    (it reads ``log_g``, ``log_w0``, ``shape``, ``learn_noise``, ``_sf``,
+    ``_units``, ``_to_theta`` and ``_fallback_var`` from the model). Everything is
+    computed in the state's scaled units (:meth:`_units`) and mapped back to the
+    rewards' units at the end; ``noise_mean`` and ``covariance`` are in squared
+    units, which overflow to inf for rewards beyond 1.8e19 in float32 (``mean``,
+    ``noise_sd`` and the draws do not)."""
 
     def _terms(self, state):
         """grid_terms for every position (vmapped) and the normalised log weights."""
         dtype = state.u.dtype
-        p = state.u.shape[-1]
-        m0, sf = self._m0(p, dtype), self._sf(dtype)
+        m0, sfs, _ = self._units(state)
         log_g = jnp.asarray(self.log_g, dtype)
 
         A = None if self.shape is None else jnp.asarray(self.shape, dtype)
 
-        def one(S, u, q, n):
-            return grid_terms(S, u, q, n, m0, log_g, self.learn_noise, sf, A=A)
+        def one(S, u, q, n, m, sf):
+            return grid_terms(S, u, q, n, m, log_g, self.learn_noise, sf, A=A)
 
         U, D, z, denom, beta, loglik = jax.vmap(one)(
-            state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo, state.n)
+            state.S + state.S_lo, state.u + state.u_lo, state.q + state.q_lo, state.n,
+            m0, sfs)
         logits = jnp.asarray(self.log_w0, dtype)[None, :] + loglik
         logw = logits - jax.scipy.special.logsumexp(logits, axis=-1, keepdims=True)
         return U, D, z, denom, beta, logw
@@ -56,7 +60,7 @@ class LearntScaleSummaries:
         U, _, z, denom, _, logw = self._terms(state)
         w = jnp.exp(logw)  # (L, G)
         coef = jnp.einsum("lg,lgp->lp", w, z[:, None, :] / denom)
-        return self._to_theta(jnp.einsum("lij,lj->li", U, coef))
+        return self._to_theta(jnp.einsum("lij,lj->li", U, coef), state)
 
     def noise_mean(self, state) -> jax.Array:
         """Posterior mean of the noise variance per position (L,): E[s^2 | data]
@@ -66,7 +70,8 @@ class LearntScaleSummaries:
             return jnp.broadcast_to(self._sf(beta.dtype) ** 2, state.n.shape)
         e = jnp.sum(jnp.exp(logw) * beta, -1) / jnp.where(
             state.n > 2, state.n - 2.0, jnp.nan)
-        return jnp.where(state.n > 2, e, jnp.inf)
+        out = self._units(state)[2]
+        return jnp.where(state.n > 2, e * out * out, jnp.inf)
 
     def noise_sd(self, state) -> jax.Array:
         """The noise sd per position (L,) that the UCB width takes for Lemma 1's R:
@@ -80,7 +85,8 @@ class LearntScaleSummaries:
         _, _, _, _, beta, logw = self._terms(state)
         many = state.n > 2
         e = jnp.sum(jnp.exp(logw) * beta, -1) / jnp.where(many, state.n - 2.0, 1.0)
-        return sf * jnp.sqrt(jnp.where(many, e, self._fallback_var(state)))
+        out = self._units(state)[2]
+        return out * jnp.sqrt(jnp.where(many, e, self._fallback_var(state)))
 
     def covariance(self, state) -> jax.Array:
         """Posterior covariance of theta per position, (L, p, p): the mixture over
@@ -88,7 +94,7 @@ class LearntScaleSummaries:
         the noise is learnt and n <= 2)."""
         U, _, z, denom, beta, logw = self._terms(state)
         w = jnp.exp(logw)
-        sf2 = self._sf(z.dtype) ** 2
+        out = self._units(state)[2]
         if self.learn_noise:
             es2 = beta / jnp.where(state.n > 2, state.n - 2.0, 1.0)[:, None]
             es2 = jnp.where((state.n > 2)[:, None], es2, jnp.inf)
@@ -101,4 +107,5 @@ class LearntScaleSummaries:
         inner = jax.vmap(jnp.diag)(diag) + second
         if self.shape is not None:
             U = jnp.asarray(self.shape, U.dtype) @ U
-        return sf2 * jnp.einsum("lij,ljk,lmk->lim", U, inner, U)
+        U = out[:, None, None] * U  # one factor of out on each side
+        return jnp.einsum("lij,ljk,lmk->lim", U, inner, U)

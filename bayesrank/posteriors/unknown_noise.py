@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank.posteriors import linalg
-from bayesrank.posteriors.conjugate import _ConjugateLinear
+from bayesrank.posteriors.conjugate import _ConjugateLinear, reward_bound
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.host_sampler import host_draws, host_rng
 from bayesrank.posteriors.linalg import accumulate
@@ -90,6 +90,11 @@ class GaussianLinearUnknownNoise(_ConjugateLinear):
             f"GaussianLinearUnknownNoise(prior_mean={self.prior_mean!r}, "
             f"prior_scale={self.prior_scale!r}, a0={self.a0!r}, b0={self.b0!r})"
         )
+
+    def reward_bound(self, dtype=None) -> tuple[float, str]:
+        """The largest reward magnitude taken: the rate sums squared residuals
+        (``conjugate.reward_bound`` with ``square_unit=1``; docs/units.md)."""
+        return reward_bound(dtype, square_unit=1.0)
 
     def init(self, L: int, p: int) -> NIGState:
         """The prior for L positions.

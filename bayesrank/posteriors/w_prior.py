@@ -15,6 +15,11 @@ import jax
 import numpy as np
 
 from bayesrank._validate import is_integer
+from bayesrank.posteriors.positive_quantiles import (
+    finite_range,
+    on_positive_axis,
+    positive_range,
+)
 
 __all__ = ["SAVABLE", "chain_start", "refuse_bad_w_batch", "valid_w_prior",
            "is_distribution", "prior_box", "prior_config", "prior_from_config",
@@ -177,24 +182,48 @@ def prior_quantiles(prior):
     return tuple(np.broadcast_to(np.asarray(q, float), prior.batch_shape) for q in out)
 
 
+#: The tail mass a range leaves out on each side (its quantiles TAIL and 1 - TAIL).
+_TAIL = 1e-6
+
+
 def prior_range(prior):
     """``(lo, hi)`` NumPy arrays (the prior's batch shape): a range holding all but a
-    negligible part of the prior, its 1e-6 and 1 - 1e-6 quantiles, else its mean +- 10
-    sd; an expanded prior takes its base's range. NaN where neither exists."""
+    negligible part of the prior, its 1e-6 and 1 - 1e-6 quantiles.
+
+    The quantiles come from the prior's ``icdf``; a prior on (part of) [0, inf)
+    without a usable ``icdf`` takes them from a numerical inverse of its ``cdf``,
+    else from draws (:func:`~bayesrank.posteriors.positive_quantiles.positive_range`);
+    any other prior without an ``icdf``
+    takes its mean +- 10 sd. An expanded prior takes its base's range. NaN where
+    none of these exists.
+
+    Example:
+        >>> import numpyro.distributions as dist
+        >>> lo, hi = prior_range(dist.InverseGamma(1.0, 1.0))  # no icdf: by its cdf
+        >>> f"{float(lo):.2g} {float(hi):.2g}"                 # scipy: invgamma(1)
+        '0.072 1e+06'
+    """
     q = prior_quantiles(prior)
-    if q is not None:
+    positive = on_positive_axis(prior)
+    if q is not None and (not positive or finite_range(q[0], q[2])):
         return q[0], q[2]
     if type(prior).__name__ == "ExpandedDistribution":
         lo, hi = prior_range(prior.base_dist)
         return (np.broadcast_to(lo, prior.batch_shape),
                 np.broadcast_to(hi, prior.batch_shape))
+    if positive:
+        found = positive_range(prior, _TAIL)
+        if found is not None:
+            return found
+        nan = np.full(prior.batch_shape, np.nan)
+        return nan, nan
     import jax
 
     with jax.ensure_compile_time_eval():  # the prior is a constant, also under jit
         try:
             mean = np.asarray(prior.mean, float)
             sd = np.sqrt(np.asarray(prior.variance, float))
-        except (NotImplementedError, AttributeError):
+        except (NotImplementedError, AttributeError, ZeroDivisionError):
             mean = sd = np.asarray(np.nan)
     return (np.broadcast_to(mean - 10 * sd, prior.batch_shape),
             np.broadcast_to(mean + 10 * sd, prior.batch_shape))

@@ -225,3 +225,147 @@ def test_rank_ucb_at_the_threshold_runs_the_prefix_search_and_picks_the_dense_li
         dense.update(lists[:n], rewards[:n])
         np.testing.assert_array_equal(got, np.asarray(dense.select()))
         monkeypatch.undo()
+
+
+# --- refusals: every table checked against the others, named in the message --------
+
+def _z(*shape, dtype=np.float32):
+    return jnp.zeros(shape, dtype)
+
+
+_SEP = SeparableTables(_z(L - 1, K), _z(L - 1, K))
+_MONO = MonotoneTables(_z(L - 1, K), _z(L - 1, K))
+_BONUS = BonusTables(_z(L - 1, K), _z(L - 1, K), _z(L - 1, D, K), _z(L - 1, D, K),
+                     jnp.ones(L - 1))
+
+#: (spec, first, tables, mask, exception, message) of decode_tables (K = 6 items,
+#: L = 3 positions, q = 3); first/mask None stand for (K,) zeros / a full mask.
+BAD_DECODE = {
+    "B_short_K": (DecodeSpec("separable"), None, _SEP._replace(B=_z(L - 1, K - 1)),
+                  None, ValueError,
+                  r"tables\.B: expected shape \(L-1, K\) = \(2, 6\), got \(2, 5\)"),
+    "B_other_L": (DecodeSpec("separable"), None, _SEP._replace(B=_z(L, K)), None,
+                  ValueError,
+                  r"tables\.B: expected shape \(L-1, K\) = \(2, 6\), got \(3, 6\)"),
+    "A_1d": (DecodeSpec("separable"), None, _SEP._replace(A=_z(K)), None, ValueError,
+             r"tables\.A: expected shape \(L-1, K\) = \(L-1, 6\), got \(6,\)"),
+    "monotone_B_short_K": (DecodeSpec("monotone"), None,
+                           _MONO._replace(B=_z(L - 1, K - 1)), None, ValueError,
+                           r"tables\.B: expected shape \(L-1, K\) = \(2, 6\)"),
+    "first_short": (DecodeSpec("separable"), _z(K - 1), _SEP, None, ValueError,
+                    r"first: expected shape \(K,\) = \(6,\), got \(5,\)"),
+    "first_2d": (DecodeSpec("monotone"), _z(1, K), _MONO, None, ValueError,
+                 r"first: expected shape \(K,\) = \(6,\), got \(1, 6\)"),
+    "mask_short": (DecodeSpec("separable"), None, _SEP, jnp.ones(K - 1, bool),
+                   ValueError, r"mask: expected a \(K,\) = \(6,\) bool array"),
+    "mask_int": (DecodeSpec("monotone"), None, _MONO, jnp.ones(K, int), TypeError,
+                 "mask: expected a bool array"),
+    "A_complex": (DecodeSpec("separable"), None,
+                  _SEP._replace(A=np.zeros((L - 1, K), complex)), None, TypeError,
+                  r"tables\.A: expected real scores .*complex"),
+    "B_object": (DecodeSpec("monotone"), None,
+                 _MONO._replace(B=np.zeros((L - 1, K), object)), None, TypeError,
+                 r"tables\.B: expected real scores .*object"),
+    "A_bool": (DecodeSpec("separable"), None,
+               _SEP._replace(A=np.zeros((L - 1, K), bool)), None, TypeError,
+               r"tables\.A: expected real scores .*bool"),
+    "first_complex": (DecodeSpec("separable"), np.zeros(K, complex), _SEP, None,
+                      TypeError, r"first: expected real scores .*complex"),
+    "A_nan": (DecodeSpec("separable"), None,
+              _SEP._replace(A=jnp.full((L - 1, K), jnp.nan)), None, ValueError,
+              r"tables\.A: scores must be finite or -inf"),
+    "B_plus_inf": (DecodeSpec("monotone"), None,
+                   _MONO._replace(B=jnp.full((L - 1, K), jnp.inf)), None, ValueError,
+                   r"tables\.B: scores must be finite or -inf"),
+    "Ub_other_q": (DecodeSpec("bonus"), None, _BONUS._replace(Ub=_z(L - 1, D + 1, K)),
+                   None, ValueError,
+                   r"tables\.Ub: expected shape \(L-1, q, K\) = \(2, 3, 6\), "
+                   r"got \(2, 4, 6\)"),
+    "Ua_2d": (DecodeSpec("bonus"), None, _BONUS._replace(Ua=_z(L - 1, K)), None,
+              ValueError, r"tables\.Ua: expected shape \(L-1, q, K\) = \(2, q, 6\)"),
+    "c_short": (DecodeSpec("bonus"), None, _BONUS._replace(c=jnp.ones(L - 2)), None,
+                ValueError, r"tables\.c: expected shape \(L-1,\) = \(2,\), got \(1,\)"),
+    "c_negative": (DecodeSpec("bonus"), None, _BONUS._replace(c=-jnp.ones(L - 1)),
+                   None, ValueError, r"tables\.c: expected finite widths >= 0"),
+    "Ua_inf": (DecodeSpec("bonus"), None,
+               _BONUS._replace(Ua=jnp.full((L - 1, D, K), jnp.inf)), None, ValueError,
+               r"tables\.Ua: expected finite values"),
+    "window_with_first": (DecodeSpec("window"), None,
+                          WindowScores([_z(K), _z(K, K)]), None, ValueError,
+                          "first: expected None for the window kind"),
+    "link_unknown": (DecodeSpec("monotone", "tandem"), None, _MONO, None, ValueError,
+                     "spec.link: unknown link 'tandem'"),
+    "link_number": (DecodeSpec("bonus", 3), None, _BONUS, None, TypeError,
+                    "spec.link: expected a link name, a Link or a callable"),
+    "distinct_int": (DecodeSpec("separable", distinct=1), None, _SEP, None, TypeError,
+                     r"spec.distinct: expected a bool, got int \(1\)"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_DECODE.values(), ids=BAD_DECODE.keys())
+def test_decode_tables_refuses_bad_tables_naming_the_argument(case):
+    spec, first, tables, mask, exc, match = case
+    # (K,) zeros where none is catalogued; for the window kind that is the mistake:
+    # position 1's scores given beside tables.scores[0]
+    first = _z(K) if first is None else first
+    mask = jnp.ones(K, bool) if mask is None else mask
+    with pytest.raises(exc, match=match):
+        decode_tables(spec, first, tables, mask)
+
+
+@pytest.mark.parametrize("case", ["B_short_K", "first_short", "Ub_other_q", "c_short",
+                                  "A_complex", "mask_short"])
+def test_decode_tables_refuses_bad_shapes_and_dtypes_under_jit(case):
+    """Shapes and dtypes are static: the named refusal comes at trace time too."""
+    import jax
+
+    spec, first, tables, mask, exc, match = BAD_DECODE[case]
+    first = _z(K) if first is None else first
+    mask = jnp.ones(K, bool) if mask is None else mask
+    if case == "A_complex":
+        tables = tables._replace(A=jnp.zeros((L - 1, K), jnp.complex64))
+    with pytest.raises(exc, match=match):
+        jax.jit(lambda f, t, m: decode_tables(spec, f, t, m))(first, tables, mask)
+
+
+@pytest.mark.parametrize("kind", ["separable", "monotone", "bonus"])
+def test_backward_refuses_tables_of_mismatched_shapes(kind):
+    from bayesrank.decoding.dispatch import backward
+
+    tabs = {"separable": _SEP, "monotone": _MONO, "bonus": _BONUS}[kind]
+    with pytest.raises(ValueError, match=r"tables\.B: expected shape \(L-1, K\)"):
+        backward(DecodeSpec(kind), tabs._replace(B=_z(L - 1, K + 1)), jnp.ones(K, bool))
+    with pytest.raises(ValueError, match=r"mask: expected a \(K,\) = \(6,\)"):
+        backward(DecodeSpec(kind), tabs, jnp.ones(K + 1, bool))
+
+
+@pytest.mark.parametrize("name", ["logistic", "probit", "exp", "identity"])
+@pytest.mark.parametrize("kind", ["monotone", "bonus"])
+@pytest.mark.parametrize("method", ["dense", "fast"])
+def test_a_link_given_by_name_decodes_as_its_link_object(name, kind, method):
+    rng = np.random.default_rng(7)
+    tabs, _ = _tables(kind, rng)
+    first, mask = jnp.asarray(rng.normal(size=K)), jnp.ones(K, bool)
+    by_name = decode_tables(DecodeSpec(kind, name, False, method), first, tabs, mask)
+    by_link = decode_tables(DecodeSpec(kind, get_link(name), False, method), first,
+                            tabs, mask)
+    np.testing.assert_array_equal(np.asarray(by_name[0]), np.asarray(by_link[0]))
+    np.testing.assert_allclose(float(by_name[1]), float(by_link[1]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["separable", "monotone"])
+def test_integer_and_list_tables_decode_as_their_float_arrays(kind):
+    rng = np.random.default_rng(5)
+    A, B = rng.integers(-3, 4, (L - 1, K)), rng.integers(-3, 4, (L - 1, K))
+    first, mask = rng.integers(-3, 4, K), jnp.ones(K, bool)
+    cls = SeparableTables if kind == "separable" else MonotoneTables
+    spec = DecodeSpec(kind)
+    want = decode_tables(spec, jnp.asarray(first, jnp.float32),
+                         cls(jnp.asarray(A, jnp.float32), jnp.asarray(B, jnp.float32)),
+                         mask)
+    for got in (decode_tables(spec, jnp.asarray(first), cls(jnp.asarray(A),
+                                                            jnp.asarray(B)), mask),
+                decode_tables(spec, first.tolist(), cls(A.tolist(), B.tolist()),
+                              mask)):
+        np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+        assert float(got[1]) == float(want[1])

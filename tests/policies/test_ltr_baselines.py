@@ -423,6 +423,130 @@ def test_masked_items_are_never_shown_and_lists_are_distinct(name):
 
 def test_cascade_positions_after_the_first_click_are_ignored():
     policy = br.CascadeKLUCB(K, L=L)
-    policy.update(np.array([0, 1, 2]), np.array([0.0, 1.0, 1.0]))  # 2 not examined
+    policy.update(np.array([0, 1, 2]), np.array([0.0, 1.0, 0.0]))  # 2 not examined
     m = policy.state.model
     assert m.n.tolist()[:3] == [1, 1, 0] and m.clicks.tolist()[:3] == [0, 1, 0]
+
+
+# ------------------------------------------ feedback the click model cannot produce
+CASCADES = ["CascadeKLUCB", "CascadeLinTS", "CascadeLinUCB"]
+#: lists a cascade (examine top-down, stop at the first click) cannot produce, with
+#: the part of the message that says why
+NOT_A_CASCADE = [
+    ([0.0, 1.0, 1.0], r"list 0 has a second click at position 2: \[0.0, 1.0, 1.0\]"),
+    ([1.0, 0.0, 1.0], "list 0 has a second click at position 2"),
+    ([1.0, 1.0, np.nan], "list 0 has a second click at position 1"),
+    ([0.0, np.nan, 0.0], "list 0 has an observed reward at position 2 below an "
+                         r"unobserved \(NaN\) one"),
+    ([np.nan, 1.0, np.nan], "list 0 has an observed reward at position 1 below"),
+    ([np.nan, np.nan, 0.0], "list 0 has an observed reward at position 2 below"),
+    ([[0.0, 1.0, np.nan], [0.0, 1.0, 1.0]], "list 1 has a second click at position 2"),
+    ([[0.0, 0.0, 0.0], [np.nan, 0.0, 1.0]], "list 1 has an observed reward at "
+                                            "position 1 below"),
+]
+#: values no click model gives, refused by every baseline (the value in the message
+#: as the user wrote it, not a NumPy repr)
+NOT_A_CLICK = [
+    ([0.0, 0.5, np.nan], "got 0.5$"),
+    ([2.0, np.nan, np.nan], "got 2.0$"),
+    ([-1.0, 0.0, 0.0], "got -1.0$"),
+    ([[0.0, 1.0, np.nan], [0.0, 0.0, 0.25]], "got 0.25$"),
+]
+
+
+def _all_policies():
+    return {**_policies(), "TopRank": lambda: br.TopRank(K, L=L, horizon=50, seed=1)}
+
+
+def _lists(rewards):
+    r = np.asarray(rewards)
+    return np.arange(L) if r.ndim == 1 else np.arange(r.size).reshape(r.shape) % K
+
+
+def _played(name):
+    """A policy after three valid cascades, and the lists and clicks it saw."""
+    policy, seen = _all_policies()[name](), []
+    for t in range(3):
+        a = policy.select()
+        r = _feedback(t, a)
+        policy.update(a, r)
+        seen.append((a, r))
+    return policy, seen
+
+
+@pytest.mark.parametrize("name", CASCADES)
+@pytest.mark.parametrize(("rewards", "match"), NOT_A_CASCADE)
+def test_a_cascade_refuses_feedback_it_cannot_produce(name, rewards, match):
+    policy, _ = _played(name)
+    twin, _ = _played(name)
+    before = _snapshot(policy)
+    with pytest.raises(ValueError, match="^rewards: a cascade .*" + match):
+        policy.update(_lists(rewards), np.array(rewards))
+    assert _same(before, _snapshot(policy))  # every state leaf, t and the history
+    a, r = np.array([3, 4, 5]), np.array([0.0, 0.0, 1.0])  # still learns as the twin
+    policy.update(a, r)
+    twin.update(a, r)
+    assert _same(_snapshot(policy), _snapshot(twin))
+
+
+@pytest.mark.parametrize("name", list(_all_policies()))
+@pytest.mark.parametrize(("rewards", "match"), NOT_A_CLICK)
+def test_values_other_than_clicks_are_refused(name, rewards, match):
+    policy, _ = _played(name)
+    before = _snapshot(policy)
+    with pytest.raises(ValueError, match=r"^rewards: expected clicks 1.0/0.0 \(NaN = "
+                                         r"not observed\), " + match):
+        policy.update(_lists(rewards), np.array(rewards))
+    assert _same(before, _snapshot(policy))
+
+
+@pytest.mark.x64
+def test_cascade_klucb_keeps_learning_valid_cascades_as_the_reference():
+    """Valid cascades (zeros below the click, a truncated list, nothing observed, a
+    batch) are accepted and counted as Kveton et al.'s loop counts them; refused ones
+    in between change nothing."""
+    policy, ref = br.CascadeKLUCB(K, L=L), RefCascadeKLUCB(K, L)
+    valid = [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, np.nan, np.nan],
+             [0.0, 0.0, 0.0], [0.0, 0.0, np.nan], [np.nan] * 3]
+    for t, r in enumerate(valid):
+        a = policy.select()
+        assert a.tolist() == ref.select().tolist()
+        with pytest.raises(ValueError, match="rewards"):
+            policy.update(a, np.array([1.0, 1.0, 1.0]))
+        policy.update(a, np.array(r))
+        seen = np.isfinite(r)  # the reference observes 0..C: drop what it cannot see
+        ref.update(a, np.where(seen, r, 0.0)) if seen.all() else _ref_partial(ref, a, r)
+    m = policy.state.model
+    np.testing.assert_array_equal(m.n, ref.T)
+    np.testing.assert_allclose(m.clicks, ref.w * ref.T, atol=1e-9)
+    assert policy.t == ref.t - 1
+
+
+def _ref_partial(ref, a, r):
+    """Kveton et al.'s update over the observed prefix only (a truncated list)."""
+    seen = int(np.isfinite(r).sum())
+    clicks = np.flatnonzero(np.asarray(r)[:seen] == 1)
+    last = clicks[0] if clicks.size else seen - 1
+    for k in range(last + 1):
+        e = a[k]
+        ref.w[e] = (ref.T[e] * ref.w[e] + (r[k] == 1)) / (ref.T[e] + 1)
+        ref.T[e] += 1
+    ref.t += 1
+
+
+@pytest.mark.parametrize("rewards", [r for r, _ in NOT_A_CASCADE])
+def test_position_models_accept_what_a_cascade_cannot_produce(rewards):
+    """PBM-UCB observes every position on its own (NaN: that position not logged),
+    so several clicks and gaps are feedback its model produces: counted as the
+    reference counts them. TopRank's click model allows them too."""
+    policy, ref = br.PBMUCB(K, L=L, examination=KAPPA), RefPBMUCB(K, L, KAPPA)
+    rows, lists = np.atleast_2d(rewards), np.atleast_2d(_lists(rewards))
+    policy.update(lists, rows)
+    for a, r in zip(lists, rows):
+        ref.update(a, r)
+    m = policy.state.model
+    np.testing.assert_array_equal(m.n, ref.N)
+    np.testing.assert_array_equal(m.clicks, ref.S)
+    top = br.TopRank(K, L=L)
+    top.update(lists, rows)
+    np.testing.assert_array_equal(top.history()[1], rows)

@@ -4,12 +4,14 @@
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 import bayesrank as br
+from bayesrank.policies import persist
 from bayesrank.policies.persist import FORMAT
 
 
@@ -125,6 +127,10 @@ TAMPERED = {
     "negative seed": (lambda a: _with_cfg(a, seed=-1), "seed: expected an integer >= 0"),
     "negative round counter": (lambda a: _with_cfg(a, t=-5), "t: expected an integer >= 0"),
     "float round counter": (lambda a: _with_cfg(a, t=2.5), "t must be an int"),
+    "round counter past int64": (lambda a: _with_cfg(a, t=2**63),
+                                 "config_json: t: expected a round counter <= 2**63 - 1"),
+    "round counter 2**70": (lambda a: _with_cfg(a, t=2**70),
+                            "config_json: t: expected a round counter <= 2**63 - 1"),
     "round counter missing": (lambda a: _with_cfg(a, t=_DROP), "t must be an int"),
     "K zero": (lambda a: _with_cfg(a, K=0), "K: expected an integer >= 1"),
     "n_state too large": (lambda a: _with_cfg(a, n_state=99), "missing state arrays"),
@@ -359,3 +365,52 @@ def test_bad_path_type(env, bad):
         pol.save(bad)
     with pytest.raises(TypeError, match="path: expected a str or os.PathLike"):
         br.RankTS.load(bad)
+
+
+@pytest.mark.parametrize("t", [2**31, 2**32 + 3, 2**40, 2**63 - 2])
+def test_a_file_with_a_round_counter_past_int32_loads_and_selects(saved, tmp_path, t):
+    """A counter a file can hold (a JSON integer up to 2**63 - 1; the digest
+    recomputed, as save would write it) loads, selects round t with its key (the
+    pure core's list there) and goes on: no OverflowError, and save keeps it."""
+    _, arrays = saved
+    edited = _with_cfg(arrays, t=t)
+    edited["digest"] = np.frombuffer(persist._digest(edited).encode(), np.uint8)
+    path = tmp_path / "late.npz"
+    _write(path, edited)
+    pol = br.RankTS.load(path)
+    assert pol.t == t
+    hi, lo = divmod(t, 2**32)
+    key = pol.key
+    if hi:  # the documented key past 2**32 (Policy.t)
+        key = jax.random.fold_in(jax.random.fold_in(key, np.uint32(hi)),
+                                 np.uint32(2**32 - 1))
+    key = jax.random.fold_in(key, np.uint32(lo))
+    want = np.asarray(pol.core.select(key, pol.state, pol.context())[1].items)
+    np.testing.assert_array_equal(pol.select(), want)
+    assert pol.t == t + 1
+    pol.save(tmp_path / "again.npz")
+    assert br.RankTS.load(tmp_path / "again.npz").t == t + 1
+
+
+# ------------------------------------------- files written before the latent-w move
+@pytest.mark.parametrize("name", ["learnt", "fixed"])
+def test_a_latent_w_file_of_format_4_loads_as_its_replayed_history(name):
+    """Files saved by format 4 (sums of a and p; written at 155cd21's LatentW) load
+    as sums of c = a - p and p: equal to a fresh policy fed the file's kept
+    history, and with the same posterior of w."""
+    import numpyro.distributions as dist
+
+    path = Path(__file__).parent / "data" / f"latent_w_{name}_format4.npz"
+    old = br.RankTS.load(path)
+    items, rewards = old.history()
+    kw = {} if name == "learnt" else {
+        "model": br.GaussianLinear(prior_scale=1.0, noise_scale=1.0)}
+    fresh = br.RankTS(items=np.asarray(old.items), L=3, w=dist.Normal(0.0, 5.0), **kw)
+    for it, r in zip(items, rewards):
+        fresh.update(it, r)
+    got, want = old.state.model, fresh.state.model
+    for field in ("Scc", "Scp", "Spp", "bc", "bp", "yy", "n"):
+        a, b = np.asarray(getattr(got, field)), np.asarray(getattr(want, field))
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max(),
+                                   err_msg=field)
+    np.testing.assert_allclose(old.w_hat, fresh.w_hat, rtol=1e-3, atol=1e-3)

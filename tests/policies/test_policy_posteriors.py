@@ -60,3 +60,41 @@ def test_a_fresh_policy_gives_its_prior(latent):
     if latent:
         wd = np.asarray(post["w"]).ravel()
         assert abs(wd.mean() - 2.0) < 0.2 and abs(wd.std() - 3.0) < 0.2
+
+
+def _learnt_forms():
+    import numpyro.distributions as dist
+
+    V = np.random.default_rng(0).normal(size=(8, 3))
+    w = dist.Normal(0.0, 5.0)
+    return {  # the policy, and the scales its posterior must hold beside theta (and w)
+        "latent-default": (br.RankTS(items=V, L=3, w=w),
+                           {"prior_scale", "noise_scale"}),
+        "latent-nig": (br.RankTS(items=V, L=3, w=w,
+                                 model=br.GaussianLinearUnknownNoise()),
+                       {"noise_scale"}),
+        "latent-laplace": (br.RankTS(items=V, L=3, w=w,
+                                     model=br.LaplaceGLM("logistic")),
+                           {"prior_scale"}),
+        "known-default": (br.RankTS(items=V, L=3, w=np.zeros(3)),
+                          {"prior_scale", "noise_scale"}),
+        "known-laplace": (br.RankTS(items=V, L=3, w=np.zeros(3), model=br.LaplaceGLM()),
+                          {"prior_scale"}),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_learnt_forms()))
+def test_posterior_holds_every_learnt_scale(name):
+    pol, scales = _learnt_forms()[name]
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        a = pol.select()
+        pol.update(a, rng.integers(0, 2, size=3).astype(float))
+    dt = pol.posterior(0, draws=30, chains=2)
+    latent = name.startswith("latent")
+    expect = {"theta"} | scales | ({"w"} if latent else set())
+    assert set(dt.posterior.data_vars) == expect
+    for s in scales:
+        v = np.asarray(dt.posterior[s])
+        assert v.shape == (2, 30) and np.all(np.isfinite(v)) and np.all(v > 0)
+        assert np.all(np.isfinite(np.asarray(dt.log_prior[s])))

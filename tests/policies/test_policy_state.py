@@ -252,3 +252,157 @@ def test_select_batch_at_refuses_a_bad_state_or_round(env, state, t, exc, match)
     assert policy.t == 0
     for a, b in zip(before, jax.tree_util.tree_leaves(policy.state)):
         np.testing.assert_array_equal(a, np.asarray(b))
+
+
+# ------------------------------------------- states of another size, big counters
+# (issue 58, item 4): every entry that takes a state checks it on the host against
+# the policy's own and names ``state``; the round counter is an int64
+
+
+def _another(env, **kw):
+    """A RankTS like the target's but for the changes in kw (items, L, w)."""
+    args = dict(items=env.items, w=env.w, seed=0)
+    args.update(kw)
+    return br.RankTS(**args)
+
+
+def _grown(env):
+    pol = _another(env)
+    pol.add_items(np.ones((3, D)))  # capacity 6 -> 12 item rows
+    return pol
+
+
+#: a state of another policy -> (its maker, the error, the message's start)
+FOREIGN_STATES = {
+    "another L": (lambda env: _another(env, w=np.zeros(L + 1)), ValueError,
+                  r"^state: expected the policy's state, field model\.\w+ has shape "
+                  rf"\({L + 1}, "),
+    "another K": (lambda env: _another(env, items=env.items[:K - 2]), ValueError,
+                  r"^state: expected the policy's state, field items has shape "
+                  rf"\({K - 2}, {D}\), expected \({K}, {D}\)"),
+    "another d": (lambda env: _another(env, items=np.ones((K, D + 1))), ValueError,
+                  r"^state: expected the policy's state, field model\.\w+ has shape"),
+    "another capacity (after add_items)": (_grown, ValueError,
+                                           r"^state: .* field items has shape \(12, "),
+    "another core's (a click baseline's)": (lambda env: br.CascadeKLUCB(K, L=L),
+                                            TypeError, r"^state: expected a state of "
+                                            r"this policy's core .*its field"),
+}
+
+
+def _leaves(policy):
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(policy.state)]
+
+
+def _unchanged(policy, before, t=0):
+    assert policy.t == t
+    after = _leaves(policy)
+    assert len(after) == len(before)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after))
+
+
+@pytest.mark.parametrize("case", FOREIGN_STATES)
+@pytest.mark.parametrize("entry", ["select_batch_at", "state ="])
+def test_a_state_of_another_policy_is_refused_naming_state(env, case, entry):
+    """Checked on the host before any traced code (JAX raised a broadcasting error
+    before, or the setter took it): the message names ``state`` and the first field
+    that differs; the policy is left exactly as it was."""
+    make, exc, match = FOREIGN_STATES[case]
+    other = make(env)
+    policy = br.RankTS(env.items, w=env.w, seed=0)
+    twin = br.RankTS(env.items, w=env.w, seed=0)
+    for p in (policy, twin):
+        p.update(np.arange(L), np.ones(L))
+        p.update(np.arange(1, L + 1), -np.ones(L))  # pending
+    with pytest.raises(exc, match=match):
+        if entry == "state =":
+            policy.state = other.state
+        else:
+            policy.select_batch_at(other.state, 0, n=2)
+    assert policy.pending == 1  # the pending update is kept too
+    _unchanged(policy, _leaves(twin))
+
+
+def _core_lists(policy, state, key, n=None):
+    """The pure core's list(s) with the round key ``key`` (the reference)."""
+    ctx = policy.context()
+    if n is None:
+        return np.asarray(policy.core.select(key, state, ctx)[1].items)
+    ctxs = Context(jnp.broadcast_to(ctx.v0, (n,) + ctx.v0.shape), ctx.mask)
+    return np.asarray(policy.core.select_batch(key, state, ctxs)[1].items)
+
+
+def _documented_key(key, t):
+    """round t's key as documented: fold_in(key, t) for t < 2**32, else folded in
+    three steps (block, the unreached index 2**32 - 1, the low 32 bits)."""
+    hi, lo = divmod(t, 2**32)
+    if hi:
+        key = jax.random.fold_in(jax.random.fold_in(key, np.uint32(hi)),
+                                 np.uint32(2**32 - 1))
+    return jax.random.fold_in(key, np.uint32(lo))
+
+
+#: counters: below 2**31 the lists are today's (fold_in(key, t)), past it they work
+BIG_ROUNDS = [0, 7, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 5, 2**40, 2**63 - 2]
+
+
+@pytest.mark.parametrize("t", BIG_ROUNDS)
+def test_a_round_counter_past_int32_selects_with_its_documented_key(env, t):
+    """select, select_batch and select_batch_at at round t draw with the key
+    ``fold_in(key, t)`` (t < 2**32) or its documented extension, and select goes on
+    to round t + 1 (across a block of 2**32 rounds too); no OverflowError."""
+    policy = br.RankTS(env.items, w=env.w, seed=5)
+    state, key = policy.state, policy.key
+    assert policy.select_batch_at(state, t, n=3)[1].tolist() == \
+        _core_lists(policy, state, _documented_key(key, t), 3).tolist()
+    policy.t = t
+    assert policy.select_batch(n=3).tolist() == \
+        _core_lists(policy, state, _documented_key(key, t), 3).tolist()
+    assert policy.t == t + 1
+    policy.t = t
+    assert policy.select().tolist() == \
+        _core_lists(policy, state, _documented_key(key, t)).tolist()
+    assert policy.select().tolist() == \
+        _core_lists(policy, state, _documented_key(key, t + 1)).tolist()
+    assert policy.t == t + 2
+    post = policy.posterior(0, draws=10)  # its key is derived from t too
+    assert np.isfinite(post.posterior.to_dataset()["theta"].values).all()
+
+
+#: a bad round counter -> (the error, the message's start), for every entry taking one
+BAD_ROUNDS = {
+    "negative": (-1, ValueError, "^t: expected an integer >= 0, got -1"),
+    "past int64": (2**63, ValueError, r"^t: expected a round counter <= 2\*\*63 - 1"),
+    "float": (2.0, TypeError, "^t: expected an integer, got float"),
+    "bool": (True, TypeError, "^t: expected an integer, got bool"),
+    "string": ("3", TypeError, "^t: expected an integer, got str"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_ROUNDS)
+@pytest.mark.parametrize("entry", ["t =", "select_batch_at"])
+def test_a_bad_round_counter_is_refused_naming_t(env, case, entry):
+    bad, exc, match = BAD_ROUNDS[case]
+    policy = br.RankTS(env.items, w=env.w, seed=0)
+    policy.t = 4
+    before = _leaves(policy)
+    with pytest.raises(exc, match=match):
+        if entry == "t =":
+            policy.t = bad
+        else:
+            policy.select_batch_at(policy.state, bad, n=2)
+    _unchanged(policy, before, t=4)
+
+
+@pytest.mark.parametrize("entry", ["select", "select_batch"])
+def test_a_counter_at_its_bound_selects_no_further(env, entry):
+    """At 2**63 - 1 (the int64's largest) a select would move the counter past what
+    a file can hold: refused naming t, nothing changed; round 2**63 - 1 is still
+    drawable through select_batch_at, which moves no counter."""
+    policy = br.RankTS(env.items, w=env.w, seed=0)
+    policy.t = 2**63 - 1
+    before = _leaves(policy)
+    with pytest.raises(ValueError, match=r"^t: the round counter is at its bound"):
+        policy.select() if entry == "select" else policy.select_batch(n=2)
+    _unchanged(policy, before, t=2**63 - 1)
+    assert policy.select_batch_at(policy.state, 2**63 - 1, n=2)[1].shape == (2, L)

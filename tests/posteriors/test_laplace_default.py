@@ -40,7 +40,7 @@ def test_default_is_the_learnt_scale_and_its_map_node_is_sklearns_ridge_fit():
     from sklearn.linear_model import LogisticRegression
 
     model = LaplaceGLM("logistic", n_max=60)
-    assert type(model) is LearntScaleLaplace
+    assert type(model) is LaplaceGLM and type(model.scale_model) is LearntScaleLaplace
     assert type(model.hyperprior).__name__ == "HalfNormal"  # default_tau_hyperprior
     assert float(model.hyperprior.scale) == 1.0
     rng = np.random.default_rng(3)
@@ -144,7 +144,7 @@ def test_latent_laplace_learnt_saves_and_reloads_and_rank_ts_runs(tmp_path):
         ts.update(items, env.sample(jax.random.key(t), items))
     ts.save(tmp_path / "p.npz")
     back = br.RankTS.load(tmp_path / "p.npz")
-    assert type(back.model.glm) is LearntScaleLaplace
+    assert type(back.model.glm) is LaplaceGLM and back.model.glm.learnt_scale
     np.testing.assert_array_equal(ts.select_batch(n=4), back.select_batch(n=4))
 
 
@@ -190,7 +190,8 @@ def test_ucb_with_a_learnt_scale_saves_and_reloads(tmp_path):
     _, ucb, _ = _ucb_run(LaplaceGLM("logistic", n_max=40), T=6)
     ucb.save(tmp_path / "u.npz")
     back = br.RankUCB.load(tmp_path / "u.npz")
-    assert type(back.model) is LearntScaleLaplace and back.lam is None
+    assert type(back.model) is LaplaceGLM and back.model.learnt_scale
+    assert back.lam is None
     np.testing.assert_array_equal(ucb.select(), back.select())
     np.testing.assert_allclose(ucb.width(), back.width(), rtol=0)
 
@@ -250,7 +251,9 @@ def test_joint_map_reference_refuses_a_learnt_scale():
 
 def test_identity_link_default_is_the_conjugate_learnt_scale():
     model = LaplaceGLM("identity")
-    assert type(model) is LearntScaleLinear and model.noise_scale == 1.0
+    assert type(model) is LaplaceGLM and model.learnt_scale
+    assert type(model.scale_model.scale_model) is LearntScaleLinear
+    assert model.noise_scale == 1.0
 
 
 @pytest.mark.parametrize("kind", ["gen", "window"])
@@ -305,3 +308,43 @@ def test_default_hyperprior_is_halfnormal_and_old_files_keep_halfcauchy():
     assert old.hyperprior is None
     np.testing.assert_array_equal(old.log_tau, tau_grid(None)[0])
     assert np.exp(old.log_tau[-1]) > 30  # HalfCauchy's 99 % quantile, 63.7
+
+
+# ------------------------------------------------ constructors are what they say
+@pytest.mark.parametrize("link", ["logistic", "probit", "exp", "identity"])
+@pytest.mark.parametrize("prior_scale, learnt", [
+    (None, True), (dist.HalfNormal(2.0), True), (dist.LogNormal(0.0, 1.0), True),
+    (1.0, False), (0.5, False)])
+def test_every_laplace_glm_form_is_a_laplace_glm(link, prior_scale, learnt):
+    """``LaplaceGLM(...)`` is a LaplaceGLM for every link and scale; the part it
+    holds is the fixed fit, the learnt grid or (identity, learnt) GaussianLinear."""
+    from bayesrank.posteriors.base import PosteriorModel
+    from bayesrank.posteriors.laplace_fixed import FixedScaleLaplace
+
+    model = LaplaceGLM(link, prior_scale=prior_scale, n_max=20)
+    assert type(model) is LaplaceGLM and isinstance(model, br.LaplaceGLM)
+    assert isinstance(model, PosteriorModel)
+    assert model.learnt_scale is learnt and model.link.name == link
+    part = (FixedScaleLaplace if not learnt else
+            br.GaussianLinear if link == "identity" else LearntScaleLaplace)
+    assert type(model.scale_model) is part
+    assert not isinstance(model, (LearntScaleLaplace, LearntScaleLinear))
+    assert repr(model).startswith(f"LaplaceGLM(link={link!r}")
+    back = LaplaceGLM.from_config(model.config())
+    assert type(back) is LaplaceGLM and back.config() == model.config()
+    assert type(back.scale_model) is part
+
+
+def test_an_earlier_versions_learnt_laplace_config_rebuilds_a_laplace_glm():
+    """Files of earlier versions name ``LearntScaleLaplace`` (with prior_scale None:
+    the HalfCauchy(1) of before issue 44, kept): they rebuild a LaplaceGLM."""
+    from bayesrank.policies.model_config import model_from_config
+
+    cfg = {"class": "LearntScaleLaplace", "link": "probit", "prior_scale": None,
+           "n_max": 30, "tol": 1e-10, "max_iter": 50, "hessian_tol": None}
+    for model in (LaplaceGLM.from_config(cfg),
+                  model_from_config({"class": "LearntScaleLaplace", "config": cfg})):
+        assert type(model) is LaplaceGLM and model.learnt_scale
+        assert model.hyperprior is None and model.config() == cfg
+    with pytest.raises(ValueError, match="describes a 'Nope'"):
+        LaplaceGLM.from_config({"class": "Nope"})

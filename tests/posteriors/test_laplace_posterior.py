@@ -156,16 +156,16 @@ def test_hessian_tol_takes_the_last_small_step_without_a_new_hessian(link, seed)
 def test_float32_states_default_to_hessian_tol_1e_4_and_float64_to_exact(monkeypatch):
     """The documented defaults reach the Newton fit (a spy on ``newton_map``), and a
     float32 fold follows the float64 one."""
-    from bayesrank.posteriors import laplace
+    from bayesrank.posteriors import laplace_fixed
 
     seen = []
-    orig = laplace.newton_map
+    orig = laplace_fixed.newton_map
 
     def spy(*args, **kwargs):
         seen.append((str(args[2].dtype), kwargs.get("refresh_tol")))
         return orig(*args, **kwargs)
 
-    monkeypatch.setattr(laplace, "newton_map", spy)
+    monkeypatch.setattr(laplace_fixed, "newton_map", spy)
     model = LaplaceGLM(link="logistic", prior_scale=1.0, n_max=100)
     assert model.refresh_tol(jnp.float32) == 1e-4 and model.refresh_tol(jnp.float64) is None
     assert LaplaceGLM(prior_scale=1.0, hessian_tol=0).refresh_tol(jnp.float32) is None

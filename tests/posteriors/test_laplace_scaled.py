@@ -166,16 +166,19 @@ def test_fixed_numbers_keep_the_old_model():
     assert fixed.config() == {"class": "LaplaceGLM", "link": "logistic",
                               "prior_scale": 1.0, "noise_scale": 1.0, "n_max": 10,
                               "tol": 1e-10, "max_iter": 50, "hessian_tol": None}
-    assert type(LaplaceGLM()) is LearntScaleLaplace  # the default learns tau
+    assert type(LaplaceGLM()) is LaplaceGLM  # the default learns tau
+    assert type(LaplaceGLM().scale_model) is LearntScaleLaplace
     # a file saved under the old default names prior_scale 1.0, or (by hand) none
     old = dict(fixed.config())
     assert type(LaplaceGLM.from_config(old)) is LaplaceGLM
     del old["prior_scale"]
     assert LaplaceGLM.from_config(old).prior_scale == 1.0
-    assert type(LaplaceGLM("identity", prior_scale=None)) is LearntScaleLinear
+    exact = LaplaceGLM("identity", prior_scale=None)
+    assert type(exact) is LaplaceGLM and type(exact.scale_model) is GaussianLinear
+    assert type(exact.scale_model.scale_model) is LearntScaleLinear
     learnt = LaplaceGLM("logistic", prior_scale=dist.LogNormal(0.0, 1.0), n_max=10)
     back = LaplaceGLM.from_config(json.loads(json.dumps(learnt.config())))
-    assert type(back) is LearntScaleLaplace
+    assert type(back) is LaplaceGLM and type(back.scale_model) is LearntScaleLaplace
     np.testing.assert_allclose(back.log_w0, learnt.log_w0)
 
 
@@ -229,7 +232,7 @@ def test_rank_ts_masks_nan_feedback_save_load_posterior_and_tampering(tmp_path):
     assert ts.select_batch(n=4).shape == (4, 3)
     ts.save(tmp_path / "p.npz")
     back = br.RankTS.load(tmp_path / "p.npz")
-    assert type(back.model) is LearntScaleLaplace
+    assert type(back.model) is LaplaceGLM and back.model.learnt_scale
     np.testing.assert_array_equal(ts.select_batch(n=5), back.select_batch(n=5))
     dt = ts.posterior(1, draws=3000, chains=2)
     post = dt["posterior"]

@@ -120,8 +120,9 @@ def test_theta_given_w_is_the_conjugate_posterior():
     np.testing.assert_allclose(np.cov(th.T), cov, rtol=0.05, atol=0.02 * cov.max())
 
 
-def test_the_slice_chain_targets_the_collapsed_posterior():
-    """Many transitions on fixed data: the chain's mean and sd match the grid's."""
+def test_the_draws_target_the_collapsed_posterior():
+    """Many draws on fixed data (the state threaded as in a run): their mean and sd
+    match the summaries' quadrature."""
     rng = np.random.default_rng(3)
     a, p, y = _data(rng, 30, 3, 2.5, rng.normal(size=3))
     model = LatentW(GaussianLinear(), dist.Normal(0.0, 5.0))
@@ -135,9 +136,9 @@ def test_the_slice_chain_targets_the_collapsed_posterior():
         jax.random.key(4), 6000)))(state)
     ws = np.asarray(ws)[500:]
     mean, sd = float(model.w_mean(state)[0]), float(model.w_sd(state)[0])
-    # autocorrelated draws: a generous Monte Carlo band (effective size >= 500)
-    assert abs(ws.mean() - mean) < 4 * sd / np.sqrt(500)
-    assert ws.std() == pytest.approx(sd, rel=0.1)
+    # independent draws (5,500): a Monte Carlo band, and the draw grid's coarser cells
+    assert abs(ws.mean() - mean) < 4 * sd / np.sqrt(len(ws))
+    assert ws.std() == pytest.approx(sd, rel=0.05)
 
 
 def test_positions_with_their_own_priors():
@@ -169,7 +170,7 @@ def test_discount_scales_every_statistic():
     x = np.array([[1.0, 2.0]])
     st = model.update(st, x, np.array([3.0]))
     st = model.update(st, x, np.array([3.0]))
-    assert float(st.Saa[0, 0, 0]) == pytest.approx(1.5)
+    assert float(st.Scc[0, 0, 0]) == pytest.approx(1.5)  # c = a - p = -1
     assert float(st.bp[0, 0]) == pytest.approx(1.5 * 6.0)
     assert float(st.n[0]) == pytest.approx(1.5)
 
@@ -321,3 +322,134 @@ def test_wide_and_one_sided_priors_give_the_quadrature_mean_and_sd(name):
     assert got_sd == pytest.approx(ref_sd, rel=0.05)
     got_q = np.asarray(model.w_quantiles(state))[:, 0]
     np.testing.assert_allclose(got_q, ref_q, atol=0.05 * ref_sd)
+
+
+# ------------------------------- the learnt-scale default under any prior on w
+def _paper_like(rng, n, d, w_true, noise=1.0):
+    """Rows of the paper's kind: items (v', 1) with unit-norm v', theta = (t'/2, 1/2),
+    previous items drawn from the same catalogue of 30 (so a and p share their
+    constant coordinate, and now and then the whole item)."""
+    V = rng.normal(size=(30, d - 1))
+    V = np.concatenate([V / np.linalg.norm(V, axis=1, keepdims=True), np.ones((30, 1))],
+                       axis=1)
+    t = rng.normal(size=d - 1)
+    theta = np.concatenate([t / np.linalg.norm(t) / 2, [0.5]])
+    ia, ip = rng.integers(0, 30, n), rng.integers(0, 30, n)
+    a, p = V[ia], V[ip]
+    return a, p, (a + w_true * p) @ theta + noise * rng.normal(size=n)
+
+
+def _learnt_log_evidence(a, p, y, w, log_g, log_w0):
+    """log p(y | w) of the default model in data space (float64 SVD, no statistics):
+    theta | g, s ~ N(0, g^2 s^2 I), s^2 Jeffreys, g on the model's own grid."""
+    X = a + w * p
+    _, sv, Vt = np.linalg.svd(X, full_matrices=False)
+    D, z = sv ** 2, Vt @ (X.T @ y)
+    g2 = np.exp(2.0 * log_g)[:, None]
+    beta = y @ y - np.sum(z ** 2 / (D + 1.0 / g2), axis=1)
+    loglik = -0.5 * np.sum(np.log1p(g2 * D), axis=1) - 0.5 * len(y) * np.log(beta)
+    return float(np.logaddexp.reduce(log_w0 + loglik))
+
+
+def _reference(a, p, y, model, prior_logpdf, lo, hi, n=6001):
+    """Mean, sd and a quantile function of w's posterior: float64 quadrature on a sinh
+    grid over [lo, hi] (fine near 0, geometric away: heavy tails included)."""
+    t = np.linspace(np.arcsinh(lo / 1e-2), np.arcsinh(hi / 1e-2), n)
+    grid = 1e-2 * np.sinh(t)
+    lg, lw = np.asarray(model.base.log_g, float), np.asarray(model.base.log_w0, float)
+    lp = np.array([_learnt_log_evidence(a, p, y, w, lg, lw) for w in grid])
+    lp = lp + prior_logpdf(grid)
+    edges = np.concatenate([[grid[0]], 0.5 * (grid[1:] + grid[:-1]), [grid[-1]]])
+    wts = np.exp(lp - lp.max()) * np.diff(edges)
+    wts /= wts.sum()
+    mean = float(np.sum(wts * grid))
+    cdf = np.concatenate([[0.0], np.cumsum(wts)])
+    return mean, float(np.sqrt(np.sum(wts * (grid - mean) ** 2))), \
+        lambda q: np.interp(q, cdf, edges)
+
+
+LEARNT_PRIORS = {
+    # name: (prior, log-density up to a constant, reference range)
+    "Normal(0, 5)": (dist.Normal(0.0, 5.0), lambda g: -0.5 * (g / 5.0) ** 2, 40.0),
+    "Normal(0, 1e6)": (dist.Normal(0.0, 1e6), lambda g: -0.5 * (g / 1e6) ** 2, 8e6),
+    "Cauchy(0, 1e4)": (dist.Cauchy(0.0, 1e4), lambda g: -np.log1p((g / 1e4) ** 2), 3e9),
+    "StudentT(3, 0, 1e3)": (dist.StudentT(3.0, 0.0, 1e3),
+                            lambda g: -2.0 * np.log1p((g / 1e3) ** 2 / 3.0), 1e6),
+    "TruncatedNormal(0, 3, low=-2.5)": (
+        dist.TruncatedNormal(0.0, 3.0, low=-2.5),
+        lambda g: np.where(g >= -2.5, -0.5 * (g / 3.0) ** 2, -np.inf), 30.0),
+}
+
+
+@pytest.fixture(scope="module")
+def learnt_fits():
+    """One data set of the paper's kind (w = -1.6, 150 rows: w weakly identified, so
+    a vague prior leaves polynomial tails), folded into the default model under each
+    prior, with its float64 reference."""
+    rng = np.random.default_rng(5)
+    a, p, y = _paper_like(rng, 150, 5, -1.6)
+    out = {}
+    for name, (prior, logpdf, span) in LEARNT_PRIORS.items():
+        model = LatentW(GaussianLinear(), prior)
+        out[name] = (model, _fold(model, a, p, y),
+                     _reference(a, p, y, model, logpdf, -span, span))
+    return out
+
+
+@pytest.mark.parametrize("name", list(LEARNT_PRIORS))
+def test_learnt_default_matches_the_quadrature_under_every_prior(learnt_fits, name):
+    """The default (learnt scales, float32) under a prior of each family: w's mean
+    within 0.1 posterior sd of float64 quadrature in data space, its 5/50/95 %
+    quantiles within 1 % of the reference's 90 % interval."""
+    model, state, (ref_mean, ref_sd, ref_q) = learnt_fits[name]
+    got = float(model.w_mean(state)[0])
+    assert abs(got - ref_mean) < 0.1 * ref_sd, (got, ref_mean, ref_sd)
+    q = np.asarray(model.w_quantiles(state, (0.05, 0.5, 0.95)))[:, 0]
+    want = ref_q([0.05, 0.5, 0.95])
+    np.testing.assert_allclose(q, want, atol=0.01 * (want[2] - want[0]))
+
+
+@pytest.mark.parametrize("name", ["Normal(0, 1e6)", "Cauchy(0, 1e4)"])
+def test_draws_follow_the_posterior_from_the_first_round(learnt_fits, name):
+    """RankTS's draws of w right after the data (no warm-up; a vague prior): inside
+    the posterior's 99.9 % range at its rate (at most 3 of 400 outside: a binomial
+    tail of 8e-4), and distributed as the reference (a Kolmogorov-Smirnov test
+    against its CDF)."""
+    from scipy import stats
+
+    model, state, (_, _, ref_q) = learnt_fits[name]
+    ws = np.asarray(jax.jit(jax.vmap(lambda k: model.draw(k, state)[0][1][0]))(
+        jax.random.split(jax.random.key(0), 400)))
+    lo, hi = ref_q([0.0005, 0.9995])
+    assert np.sum((ws < lo) | (ws > hi)) <= 3, (ws.min(), ws.max(), lo, hi)
+    probs = np.linspace(0.0, 1.0, 20001)
+    cdf = lambda x: np.interp(x, ref_q(probs), probs)  # noqa: E731
+    assert stats.kstest(ws, cdf).pvalue > 0.01
+
+
+@pytest.mark.parametrize("seed, position", [(102, 1), (107, 2)])
+def test_no_spike_where_the_design_cancels_at_w_minus_one(seed, position):
+    """The paper's items share a constant coordinate, which cancels from a + w p at
+    w = -1. After 599 rounds of a run (float32) the posterior of w matches float64
+    quadrature of the lists and rewards it saw. Kept as sums of a and of p, these
+    two runs' posteriors sat at -1.00 +- 0.001 (truths -2.63 and -0.67): a spike of
+    float32 rounding where the sums cancel (its place depends on every rounding, so
+    the rounds are replayed exactly)."""
+    import bayesrank as br
+
+    env = br.RankingEnv.paper(seed=seed, K=30, L=3, d=6, w_max=3.0)
+    V = np.asarray(env.items)
+    pol = br.RankTS(items=V, L=env.L, w=dist.Normal(0.0, 5.0), seed=seed - 100)
+    key = jax.random.key(seed - 100)
+    for _ in range(599):
+        lst = pol.select()
+        key, k = jax.random.split(key)
+        pol.update(lst, np.asarray(env.sample(k, lst)))
+    pol.select()  # applies the last update, as the next round would
+    items, rewards = pol.history()
+    a, p = V[items[:, position]].astype(float), V[items[:, position - 1]].astype(float)
+    model = pol.model
+    _, ref_sd, ref_q = _reference(a, p, rewards[:, position].astype(float), model,
+                                  lambda g: -0.5 * (g / 5.0) ** 2, -40.0, 40.0)
+    q = np.asarray(model.w_quantiles(pol.state.model, (0.05, 0.5, 0.95)))[:, position]
+    np.testing.assert_allclose(q, ref_q([0.05, 0.5, 0.95]), atol=0.05 * ref_sd)

@@ -71,7 +71,7 @@ def _reference(X, y, m0, *, noise=None, log_pdf_g=None, n_g=1500, n_s=400):
 def test_learnt_scales_posterior_equals_quadrature(m0):
     X, y = _data()
     model = GaussianLinear(prior_mean=m0)
-    assert isinstance(model, LearntScaleLinear)
+    assert type(model) is GaussianLinear and type(model.scale_model) is LearntScaleLinear
     state = _fit(model, X, y)
     mean, cov = model.mean(state), model.covariance(state)
     noise = model.noise_mean(state)
@@ -179,7 +179,8 @@ def test_discount_weighs_the_sums_geometrically():
     state = _fit(model, X, y)
     w = 0.9 ** np.arange(11, -1, -1)
     np.testing.assert_allclose(state.S[0], np.einsum("n,np,nq->pq", w, X[:, 0], X[:, 0]))
-    np.testing.assert_allclose(state.u[0], np.einsum("n,np,n->p", w, X[:, 0], y[:, 0]))
+    np.testing.assert_allclose(state.u[0] * state.scale[0],  # u is in units of scale
+                               np.einsum("n,np,n->p", w, X[:, 0], y[:, 0]))
     np.testing.assert_allclose(state.n[0], w.sum())
 
 
@@ -197,8 +198,8 @@ def test_config_round_trip_and_datatree():
                            discount=0.99)
     again = type(model).from_config(model.config())
     assert again.config() == model.config()
-    assert type(GaussianLinear.from_config(GaussianLinear(prior_scale=0.5).config())) \
-        is LearntScaleLinear
+    back = GaussianLinear.from_config(GaussianLinear(prior_scale=0.5).config())
+    assert type(back) is GaussianLinear and type(back.scale_model) is LearntScaleLinear
     X, y = _data(n=40)
     state = _fit(GaussianLinear(), X, y)
     dt = GaussianLinear().to_datatree(state, 1, key=jax.random.key(0),
@@ -221,7 +222,7 @@ def test_rank_ts_default_saves_and_loads(tmp_path):
         ts.update(items, env.sample(jax.random.key(t), items))
     ts.save(tmp_path / "p.npz")
     back = br.RankTS.load(tmp_path / "p.npz")
-    assert type(back.model) is LearntScaleLinear
+    assert type(back.model) is GaussianLinear and back.model.learnt_scale
     np.testing.assert_array_equal(ts.select(), back.select())
 
 
@@ -246,6 +247,108 @@ def test_rank_ts_default_saves_and_loads(tmp_path):
 def test_bad_hyperparameters_are_refused(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         GaussianLinear(**kwargs)
+
+
+# ------------------------------------------------ hyperpriors: the grid's range
+def _exp_normal():
+    from numpyro.distributions.transforms import ExpTransform
+
+    return dist.TransformedDistribution(dist.Normal(0.3, 1.2), ExpTransform())
+
+
+#: (hyperprior, the same distribution in scipy.stats, how its quantiles are found)
+HYPERPRIORS = {
+    "InverseGamma(0.5, 1)": (lambda: dist.InverseGamma(0.5, 1.0),
+                             lambda st: st.invgamma(0.5), "cdf"),
+    "InverseGamma(1, 1)": (lambda: dist.InverseGamma(1.0, 1.0),
+                           lambda st: st.invgamma(1.0), "cdf"),
+    "InverseGamma(3, 2)": (lambda: dist.InverseGamma(3.0, 2.0),
+                           lambda st: st.invgamma(3.0, scale=2.0), "cdf"),
+    "Gamma(0.3, 1)": (lambda: dist.Gamma(0.3, 1.0), lambda st: st.gamma(0.3), "cdf"),
+    "Chi2(3)": (lambda: dist.Chi2(3.0), lambda st: st.chi2(3.0), "cdf"),
+    "Weibull(1, 0.7)": (lambda: dist.Weibull(1.0, 0.7),
+                        lambda st: st.weibull_min(0.7), "cdf"),
+    "LogNormal(0, 1.5)": (lambda: dist.LogNormal(0.0, 1.5),
+                          lambda st: st.lognorm(1.5), "icdf"),
+    "HalfCauchy(2)": (lambda: dist.HalfCauchy(2.0),
+                      lambda st: st.halfcauchy(scale=2.0), "icdf"),
+    "Pareto(1, 2)": (lambda: dist.Pareto(1.0, 2.0), lambda st: st.pareto(2.0), "icdf"),
+    "TruncatedNormal(low=0)": (lambda: dist.TruncatedNormal(0.0, 1.5, low=0.0),
+                               lambda st: st.halfnorm(scale=1.5), "icdf"),
+    "exp(Normal(0.3, 1.2))": (_exp_normal,
+                              lambda st: st.lognorm(1.2, scale=np.exp(0.3)), "icdf"),
+    "Exponential(2)": (lambda: dist.Exponential(2.0),
+                       lambda st: st.expon(scale=0.5), "icdf"),
+    "|Normal(0, 2)|": (lambda: dist.FoldedDistribution(dist.Normal(0.0, 2.0)),
+                       lambda st: st.halfnorm(scale=2.0), "draws"),
+}
+
+
+@pytest.mark.parametrize("name", list(HYPERPRIORS))
+def test_hyperprior_grid_spans_its_scipy_quantiles(name):
+    """The grid of g runs from the hyperprior's TAIL to its 1 - TAIL quantile
+    (scipy's ppf of the same law): to 1e-8 where an icdf or the cdf's numerical
+    inverse finds them; by 2^20 draws (no icdf, no cdf) the mass left out on each
+    side is within a factor 20 of TAIL. The weights are scipy's density x g."""
+    import scipy.stats as st
+
+    from bayesrank.posteriors.scale_grid import GRID, TAIL, _hyper_grid
+
+    make, ref, route = HYPERPRIORS[name]
+    law = ref(st)
+    model = GaussianLinear(prior_scale=make())
+    log_g = model.log_g
+    assert log_g.shape == (GRID,)
+    lo, hi = np.exp(log_g[0]), np.exp(log_g[-1])
+    q_lo, q_hi = law.ppf([TAIL, 1 - TAIL])
+    if route == "draws":
+        assert TAIL / 20 < law.cdf(lo) < 20 * TAIL
+        assert TAIL / 20 < law.sf(hi) < 20 * TAIL
+    else:  # the grid spans at most 24 decades (none of these reaches it)
+        np.testing.assert_allclose([lo, hi], [q_lo, q_hi], rtol=1e-8)
+    w = law.logpdf(np.exp(log_g)) + log_g
+    np.testing.assert_allclose(model.log_w0, w - np.logaddexp.reduce(w), atol=1e-8)
+    np.testing.assert_array_equal(_hyper_grid(make())[0], log_g)
+
+
+@pytest.mark.parametrize("name", ["InverseGamma(0.5, 1)", "InverseGamma(1, 1)",
+                                  "Gamma(0.3, 1)", "Weibull(1, 0.7)", "|Normal(0, 2)|"])
+def test_a_hyperprior_without_icdf_gives_finite_draws(name):
+    """GaussianLinear and LaplaceGLM learn their scale under such a hyperprior: the
+    conjugate posterior's draws are finite and its mean is the quadrature's over
+    scipy's density of g."""
+    import scipy.stats as st
+
+    make, ref, _ = HYPERPRIORS[name]
+    X, y = _data(n=12, scale=0.5)
+    model = GaussianLinear(prior_scale=make(), noise_scale=0.5)
+    state = _fit(model, X, y)
+    draws = np.asarray(model.draw_batch(jax.random.key(0), state, 200))
+    assert draws.shape == (200, 2, 3) and np.all(np.isfinite(draws))
+    law = ref(st)
+    ref_m, _, _, _ = _reference(X[:, 0], y[:, 0], np.zeros(3), noise=0.5,
+                                log_pdf_g=law.logpdf, n_s=1)
+    np.testing.assert_allclose(model.mean(state)[0], ref_m, rtol=2e-3, atol=2e-3)
+    glm = br.LaplaceGLM("logistic", prior_scale=make(), n_max=12)
+    assert np.all(np.isfinite(glm.log_tau)) and np.all(np.isfinite(glm.log_w0))
+
+
+@pytest.mark.parametrize(
+    ("prior", "match"),
+    [
+        (lambda: dist.ImproperUniform(dist.constraints.positive, (), ()),
+         r"prior_scale: cannot find the 1e-06 and 1 - 1e-06 quantiles of the "
+         r"hyperprior ImproperUniform .*: it needs an icdf, a cdf or a sample method"),
+        (lambda: dist.Uniform(-1.0, 1.0), r"prior_scale: the hyperprior must live on "
+                                          r"\(0, inf\), got Uniform"),
+        (lambda: dist.StudentT(3.0), "prior_scale: the hyperprior must live on"),
+    ],
+)
+def test_a_hyperprior_it_cannot_use_is_refused(prior, match):
+    with pytest.raises(ValueError, match=match):
+        GaussianLinear(prior_scale=prior())
+    with pytest.raises(ValueError, match=match):
+        br.LaplaceGLM("logistic", prior_scale=prior())
 
 
 def test_latent_w_with_learnt_scales_equals_quadrature():
@@ -328,3 +431,78 @@ def test_latent_w_with_a_per_coordinate_scale_equals_the_marginal():
                                                           w, 1.0)) for w in ws])
     given_g += np.asarray(dist.Normal(0.0, 2.0).log_prob(jnp.asarray(ws)))
     np.testing.assert_allclose(given_g - given_g[3], ref - ref[3], atol=1e-8)
+
+
+# ------------------------------------------------ constructors are what they say
+@pytest.mark.parametrize("kwargs, learnt", [
+    ({}, True),
+    ({"prior_scale": None, "noise_scale": 2.0}, True),
+    ({"prior_scale": dist.HalfNormal(1.0)}, True),
+    ({"prior_scale": dist.LogNormal(0.0, 1.0), "noise_scale": 2.0}, True),
+    ({"prior_scale": 0.5}, True),                        # a fixed prior, noise learnt
+    ({"prior_scale": [1.0, 2.0]}, True),
+    ({"prior_scale": np.eye(2) * 2.0}, True),
+    ({"prior_scale": 1.0, "noise_scale": 1.0}, False),
+    ({"prior_scale": [1.0, 2.0], "noise_scale": 0.5}, False),
+    ({"prior_scale": np.array([[2.0, 0.5], [0.5, 1.0]]), "noise_scale": 1.0}, False),
+    ({"prior_mean": [0.5, -0.5], "prior_scale": 3.0, "noise_scale": 1.0,
+      "discount": 0.99}, False),
+])
+def test_every_gaussian_linear_form_is_a_gaussian_linear(kwargs, learnt):
+    """``GaussianLinear(...)`` is a GaussianLinear for every scale form; the learnt
+    or fixed scale is the part it holds, and its config rebuilds the same class."""
+    from bayesrank.posteriors.gaussian import FixedScaleLinear
+    from bayesrank.posteriors.base import PosteriorModel
+
+    model = GaussianLinear(**kwargs)
+    assert type(model) is GaussianLinear and isinstance(model, br.GaussianLinear)
+    assert isinstance(model, PosteriorModel)
+    assert model.learnt_scale is learnt
+    assert type(model.scale_model) is (LearntScaleLinear if learnt else FixedScaleLinear)
+    assert not isinstance(model, LearntScaleLinear)
+    assert repr(model).startswith("GaussianLinear(")
+    back = GaussianLinear.from_config(model.config())
+    assert type(back) is GaussianLinear and back.config() == model.config()
+    assert back.learnt_scale is learnt
+    # the jitted programs stay keyed by configuration: equal models, one tree structure
+    assert (jax.tree_util.tree_structure(model)
+            == jax.tree_util.tree_structure(GaussianLinear(**kwargs)))
+
+
+def test_an_earlier_versions_learnt_config_rebuilds_a_gaussian_linear():
+    """Files of earlier versions name the learnt part ``LearntScaleLinear`` (the
+    policy's model and its config): they rebuild a GaussianLinear, by a fixed table."""
+    from bayesrank.policies.model_config import model_from_config
+
+    cfg = {"class": "LearntScaleLinear", "prior_mean": 0.0,
+           "prior_scale": {"class": "HalfCauchy", "params": {"scale": 1.0}},
+           "noise_scale": None, "discount": 1.0}
+    for model in (GaussianLinear.from_config(cfg),
+                  model_from_config({"class": "LearntScaleLinear", "config": cfg})):
+        assert type(model) is GaussianLinear and model.learnt_scale
+    with pytest.raises(ValueError, match="describes a 'os.system'"):
+        GaussianLinear.from_config({"class": "os.system"})
+
+
+def test_evidence_is_exact_where_rewards_are_far_above_the_noise():
+    """Rewards 1e4 noise sds: the residual sum of squares is 1e-8 of sum r^2. The
+    grid's log p(y | g) equals the data-space evidence at every node (float64), up
+    to one constant; a floor on the residual at a fixed 1e-6 of sum r^2 flattened it
+    near the mode."""
+    from bayesrank.posteriors.scale_grid import grid_loglik
+
+    rng = np.random.default_rng(3)
+    n, p = 40, 3
+    X = rng.normal(size=(n, p))
+    y = X @ (1e4 * rng.normal(size=p)) + rng.normal(size=n)
+    log_g = np.linspace(0.0, 12.0, 25)
+    _, got = grid_loglik(jnp.asarray(X.T @ X), jnp.asarray(X.T @ y), float(y @ y), float(n),
+                         jnp.zeros(p), jnp.asarray(log_g), True)
+    D = np.linalg.svd(X, compute_uv=False) ** 2
+    want = []
+    for lg in log_g:  # the ridge residual form: y^T (I + g^2 X X^T)^-1 y = |y - X t|^2 + |t|^2 / g^2
+        t = np.linalg.solve(X.T @ X + np.exp(-2 * lg) * np.eye(p), X.T @ y)
+        beta = np.sum((y - X @ t) ** 2) + np.exp(-2 * lg) * t @ t
+        want.append(-0.5 * np.sum(np.log1p(np.exp(2 * lg) * D)) - 0.5 * n * np.log(beta))
+    diff = np.asarray(got) - np.array(want)
+    np.testing.assert_allclose(diff - diff.mean(), 0.0, atol=1e-4)

@@ -13,9 +13,10 @@ margin like any coordinate of theta. Two samplers are checked:
 
 * ``"grid"``: w from its exact collapsed marginal (inverse CDF on the quadrature grid
   of :meth:`LatentW.w_grid`), theta | w exactly: independent draws, expected exact;
-* ``"chain"``: the slice chain RankTS runs each round (:meth:`LatentW.draw`), started
-  at the prior's median after the data are in: a Markov chain, checked with warm-up and
-  thinning like NUTS.
+* ``"chain"``: the draw RankTS makes each round (:meth:`LatentW.draw`: w on a small
+  grid, then g | w and theta | w, g), fed its own state as in a run, checked with
+  warm-up and thinning like NUTS (each draw is independent of the last: a cheaper grid
+  than ``"grid"``'s, so its quadrature error is what this case measures).
 
 The same adapter takes a :class:`~bayesrank.posteriors.LatentLaplace` (a GLM link: the
 truth then draws Bernoulli or Poisson rewards). :class:`JointMAPDraws` is the
@@ -106,8 +107,8 @@ class LatentWDraws:
 
     Args:
         model: the latent-w posterior.
-        sampler: ``"grid"`` (independent exact draws) or ``"chain"`` (the slice chain
-            RankTS uses).
+        sampler: ``"grid"`` (independent exact draws) or ``"chain"`` (the draw
+            RankTS makes each round, state threaded as in a run).
 
     ``init(L, p)`` takes the design's item dimension ``p = d`` (the pair features have
     2d coordinates).

@@ -31,8 +31,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace
-from bayesrank.posteriors.scaled import LearntScaleLinear
 from bayesrank.studies.calibration.generative import (
     Generative,
     laplace_learnt_generative,
@@ -48,17 +46,18 @@ class ScaleDraws:
     :class:`~bayesrank.posteriors.LearntScaleLaplace`: ``(theta, log tau)``."""
 
     def __init__(self, model):
-        if not isinstance(model, (LearntScaleLinear, LearntScaleLaplace)):
+        if not getattr(model, "learnt_scale", False):
             raise TypeError(
-                "model: expected a LearntScaleLinear or a LearntScaleLaplace, got "
-                f"{type(model).__name__}")
+                "model: expected a LearntScaleLinear or a LearntScaleLaplace (a "
+                "GaussianLinear or LaplaceGLM with a learnt scale holds one), got "
+                f"{model!r}")
         self.model = model
         self.link = model.link
         self.vmappable = True
 
     def generative(self) -> Generative:
         """The model's own truth, with the scales among the ranked coordinates."""
-        if isinstance(self.model, LearntScaleLaplace):
+        if self.model.link.name != "identity":  # tau on a Laplace grid
             return laplace_learnt_generative(self.model)
         return learnt_generative(self.model, with_scales=True)
 
@@ -70,7 +69,7 @@ class ScaleDraws:
 
     def draws_at_once(self, key, state, n: int):
         """n independent draws (n, L, p + 1 or p + 2)."""
-        if isinstance(self.model, LearntScaleLaplace):
+        if self.model.link.name != "identity":  # tau on a Laplace grid
             theta, tau = self.model.draw_scales(key, state, n)
             return jnp.concatenate([theta, jnp.log(tau)[..., None]], -1)
         theta, g, s = self.model.draw_scales(key, state, n)

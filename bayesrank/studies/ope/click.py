@@ -49,6 +49,8 @@ import numpy as np
 
 from bayesrank._validate import check_int, check_real
 from bayesrank.ope import UniformLogger
+from bayesrank.ope.examination import valid_examination
+from bayesrank.ope.loggers import env_feedback
 from bayesrank.simulation import CascadeEnv, DBNEnv, DCMEnv, PBMEnv
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.studies import store
@@ -316,6 +318,14 @@ def ips_limits(env, logger, target) -> dict:
     return out
 
 
+def _examination(env, rewards) -> dict:
+    """The checked examined mask and feedback model of rewards drawn from env (what
+    :func:`bayesrank.ope.collect` stores), for dm and pair_dr."""
+    fb = env_feedback(env, rewards)
+    ex, kind = valid_examination(rewards, fb.get("examined"), fb.get("feedback"))
+    return {"examined": ex, "feedback": kind}
+
+
 def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = True):
     """The sub-study's results as an ``xarray.Dataset`` (see the module docstring):
     per-log ``estimate``, ``stderr``, ``ci_low``, ``ci_high`` over (env, logger, n,
@@ -351,7 +361,8 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
                 for j, (lists, rewards, ps) in enumerate(logs):
                     est[a, b, c, j, use] = log_estimates(
                         lists, rewards, ps, target, [variants[i] for i in use],
-                        K=cfg.K, v0=v0, items=items)
+                        K=cfg.K, v0=v0, items=items,
+                        examination=_examination(env, rewards))
                     if bar is not None:
                         bar.update(n)
     if bar is not None:

@@ -204,7 +204,7 @@ def simulate_logs(env, logger, n: int, logs: int, seed_seq, *, chunk=CHUNK_ROUND
 
 
 def log_estimates(
-    lists, rewards, pscores, target, variants, *, K, v0, items=None
+    lists, rewards, pscores, target, variants, *, K, v0, items=None, examination=None
 ) -> np.ndarray:
     """(V, 4) estimate, stderr, ci_low, ci_high of every variant on one log.
 
@@ -224,6 +224,8 @@ def log_estimates(
         K: the number of items.
         v0: (d,) the context of every round.
         items: (K, d) the item vectors.
+        examination: ``{"examined", "feedback"}`` of the log (None: full, as before)
+            for dm and pair_dr (:func:`bayesrank.ope.reward_model.fit_inputs_model`).
 
     Example:
         >>> from bayesrank.studies.ope.config import (
@@ -257,7 +259,7 @@ def log_estimates(
         draws = ope.TargetDraws(v0[None], np.zeros(len(lists), np.int64),
                                 target[None, None], True)
         m = fit_inputs_model(lists, rewards, np.broadcast_to(v0, (len(lists), v0.size)),
-                             draws, np.asarray(items, float))
+                             draws, np.asarray(items, float), **(examination or {}))
         model = (m.q_logged, m.q_target, m)
     inputs = {sn: ope.EstimatorInputs(rewards, pscore, pi, sn, *model)
               for sn in (False, True)}

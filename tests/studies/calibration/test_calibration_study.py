@@ -15,11 +15,12 @@ def test_model_names_put_inloop_rounds_before_the_negative_control():
                          "GaussianLinear-learnt", "GaussianLinear-learnt-prior-scale",
                          "LaplaceGLM-logistic", "LaplaceGLM-exp",
                          "LaplaceGLM-logistic-learnt", "BayesGLM-logistic"]
-    assert names[8:16] == ["LatentW-GaussianLinear", "LatentW-learnt",
+    assert names[8:17] == ["LatentW-GaussianLinear", "LatentW-learnt",
                            "LatentW-UnknownNoise", "LatentLaplace-logistic",
                            "LatentJointMAP-logistic", "LatentLaplace-logistic-learnt",
-                           "LatentW-slice-chain", "LatentW-learnt-slice-chain"]
-    assert names[16:19] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
+                           "LatentW-rankts-draw", "LatentW-learnt-rankts-draw",
+                           "LatentW-learnt-vague-rankts-draw"]
+    assert names[17:20] == [f"RankTS-NUTS-round-{t}" for t in (10, 100, 1000)]
     assert names[-2:] == ["negative_control", "negative_control-LatentW"]
 
 
