@@ -1,7 +1,7 @@
 """JAX's persistent compilation cache, on by default for bayesrank.
 
 Every policy of one configuration shares its compiled programs within a process
-(:mod:`bayesrank.policies.program`). Across processes, XLA's compiled programs are kept
+(:mod:`bayesrank.policies.runtime.program`). Across processes, XLA's compiled programs are kept
 on disk, so a new Python process (a script, a notebook kernel, ``bayesrank demo``)
 running a configuration seen before skips XLA's compilation (tracing still runs).
 

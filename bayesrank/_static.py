@@ -6,7 +6,7 @@ composes them) are plain Python objects. Registered here as pytrees, they travel
 vector prior, the initial item vectors) become traced leaves, and everything else
 (floats, ints, strings, links, callables, NumPyro prior distributions) becomes the
 static part of the tree structure, compared by value. Module-level jitted functions
-(:mod:`bayesrank.policies.program`) therefore compile once per *configuration*
+(:mod:`bayesrank.policies.runtime.program`) therefore compile once per *configuration*
 (model family and settings, link, L, d, dtype, decoder path, shapes) and every other
 policy of that configuration, whatever its seed, items or w, reuses the program.
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from bayesrank import _cache  # no JAX: environment variables and files
+from bayesrank._version import __version__
 
 __all__ = ["build_parser", "main"]
 
@@ -24,8 +25,6 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from bayesrank._version import __version__
-
         print(f"bayesrank {__version__}")
         parser.exit(0)
 
@@ -33,7 +32,7 @@ class _Version(argparse.Action):
 def _parsed(check, parse, text: str, **bounds):
     """An argparse ``type``: parse ``text``, then check it with bayesrank's own argument
     checks (:mod:`bayesrank._validate`, NumPy only: the parser stays free of JAX)."""
-    from bayesrank._validate import check_int, check_real
+    from bayesrank._validate import check_int, check_real  # deferred: numpy on first use
 
     try:
         value = parse(text)
@@ -160,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("which", nargs="*", default=[], help="benchmark names (default all)")
 
-    from bayesrank.studies import cli as studies_cli
+    from bayesrank.studies import cli as studies_cli  # deferred: the parser's fast start
 
     studies_cli.add_parser(sub)
 
@@ -228,7 +227,7 @@ def main(argv=None) -> int:
         subparser.error(f"--quick: conflicts with --scale {args.scale}")
     try:
         if args.command == "demo":
-            from bayesrank.studies.paper.demo import run_demo
+            from bayesrank.studies.paper.demo import run_demo  # deferred: fast start
 
             run_demo(
                 out=args.out,
@@ -240,7 +239,7 @@ def main(argv=None) -> int:
                 quick=args.quick,
             )
         elif args.command == "reproduce":
-            from bayesrank.studies.paper.reproduce import reproduce
+            from bayesrank.studies.paper.reproduce import reproduce  # deferred: fast start
 
             reproduce(
                 args.what,
@@ -250,7 +249,7 @@ def main(argv=None) -> int:
                 scale=args.scale,
             )
         elif args.command == "sweep":
-            from bayesrank.studies.sensitivity.cli import run_sweep_cli
+            from bayesrank.studies.sensitivity.cli import run_sweep_cli  # deferred: fast start
 
             run_sweep_cli(
                 args.config,
@@ -262,13 +261,13 @@ def main(argv=None) -> int:
         elif args.command == "bench":
             _run_bench(args.which, quick=args.quick)
         elif args.command == "study":
-            from bayesrank.studies import cli as studies_cli
+            from bayesrank.studies import cli as studies_cli  # deferred: the parser's fast start
 
             studies_cli.run(args)
         elif args.command == "cache":
             _cache_command(clear=args.clear)
         elif args.command == "calibrate":
-            from bayesrank.studies.calibration.cli import run_calibrate_cli
+            from bayesrank.studies.calibration.cli import run_calibrate_cli  # deferred: fast start
 
             run_calibrate_cli(
                 quick=args.quick, out=args.out, models=args.models, seed=args.seed

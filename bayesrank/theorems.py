@@ -18,10 +18,10 @@ is ``O~(L d sqrt(T))``, linear in ``d`` at fixed ``T`` up to logs, not the
 ``O~(L sqrt(dT))`` the paper's text states (docs/background/model.md, "Theorem 1's
 rate: what the code computes").
 
-:func:`~bayesrank.policies.width.lemma1_width` (Lemma 1's confidence radius, which the
-UCB policies call at run time) lives with the policies and
-:func:`~bayesrank.model.links.link_constants` with the links; both are re-exported here,
-since the bounds are stated through them.
+:func:`lemma1_width` is Lemma 1's confidence radius, which the UCB policies add to
+their estimate at run time (this module sits below the policies, beside the model);
+:func:`~bayesrank.model.links.link_constants` lives with the links and is re-exported
+here, since the bounds are stated through it.
 
 Example:
     >>> import numpy as np, bayesrank as br
@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import math
 
+import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_int, check_real
 from bayesrank.model.links import link_constants
-from bayesrank.policies.width import lemma1_width
 
 __all__ = [
     "active_w",
@@ -56,19 +56,6 @@ __all__ = [
     "w_max_realised",
     "win_rank_ucb_bound",
 ]
-
-
-# ----------------------------------------------------------------------------- checks
-def _pos(x, name: str, *, allow_zero: bool = False) -> float:
-    return check_real(x, name, low=0, inclusive="both" if allow_zero else "neither")
-
-
-def _int(x, name: str) -> int:
-    return check_int(x, name, low=1)
-
-
-def _delta(x) -> float:
-    return check_real(x, "delta", low=0, high=1, inclusive="neither")
 
 
 def _horizon(T, *, min_T: float = 0.0) -> np.ndarray:
@@ -100,6 +87,32 @@ def _ratio(logdet_ratio, t: np.ndarray, default: np.ndarray) -> np.ndarray:
     return r
 
 
+# ------------------------------------------------------------------ Lemma 1
+def lemma1_width(logdet_ratio, *, lam, delta, m2):
+    """Lemma 1's confidence radius, jittable.
+
+    ``sqrt(beta_t) = sqrt(lam) m2 + sqrt(2 log(1/delta) + log(det V_t / lam^d))``.
+
+    Args:
+        logdet_ratio: (...) ``log det V_t - d log lam`` (>= 0).
+        lam: the ridge parameter (a number, or an array broadcasting with
+            ``logdet_ratio``: one per position); delta: the confidence level in (0, 1);
+        m2: a bound on the parameter norm ``||theta||_2``.
+
+    Returns:
+        (...) the radius of the confidence ellipsoid in the ``V_t`` norm.
+
+    Example:
+        >>> import math
+        >>> r = lemma1_width(0.0, lam=1.0, delta=0.1, m2=1.0)  # 1 + sqrt(2 log 10)
+        >>> round(float(r), 4), round(1 + math.sqrt(2 * math.log(10)), 4)
+        (3.146, 3.146)
+    """
+    r = jnp.maximum(jnp.asarray(logdet_ratio), 0.0)
+    root = math.sqrt(lam) if isinstance(lam, (int, float)) else jnp.sqrt(lam)
+    return root * m2 + jnp.sqrt(2.0 * math.log(1.0 / delta) + r)
+
+
 def logdet_ratio_bound(T, *, d: int, lam: float, M: float) -> np.ndarray:
     """Deterministic bound ``log(det V_T / lam^d) <= d log(1 + T M^2 / (d lam))``.
 
@@ -114,18 +127,18 @@ def logdet_ratio_bound(T, *, d: int, lam: float, M: float) -> np.ndarray:
         array([0.    , 3.5835])
     """
     t = _horizon(T)
-    d = _int(d, "d")
-    lam = _pos(lam, "lam")
-    M = _pos(M, "M", allow_zero=True)
+    d = check_int(d, "d", low=1)
+    lam = check_real(lam, "lam", low=0, inclusive="neither")
+    M = check_real(M, "M", low=0)
     return d * np.log1p(t * M**2 / (d * lam))
 
 
 def _ucb_args(T, L, d, lam, delta, c1, c2):
     """The checks shared by the UCB bounds: (t, L, d, lam, delta, c1, c2)."""
     t = _horizon(T)
-    L, d = _int(L, "L"), _int(d, "d")
-    lam, delta = _pos(lam, "lam"), _delta(delta)
-    c1, c2 = _pos(c1, "c1"), _pos(c2, "c2")
+    L, d = check_int(L, "L", low=1), check_int(d, "d", low=1)
+    lam, delta = check_real(lam, "lam", low=0, inclusive="neither"), check_real(delta, "delta", low=0, high=1, inclusive="neither")
+    c1, c2 = check_real(c1, "c1", low=0, inclusive="neither"), check_real(c2, "c2", low=0, inclusive="neither")
     return t, L, d, lam, delta, c1, c2
 
 
@@ -183,8 +196,8 @@ def rank_ucb_bound(
         ((2,), True)
     """
     t, L, d, lam, delta, c1, c2 = _ucb_args(T, L, d, lam, delta, c1, c2)
-    m1, m2 = _pos(m1, "m1", allow_zero=True), _pos(m2, "m2", allow_zero=True)
-    w_max = _pos(w_max, "w_max", allow_zero=True)
+    m1, m2 = check_real(m1, "m1", low=0), check_real(m2, "m2", low=0)
+    w_max = check_real(w_max, "w_max", low=0)
     M = (1.0 + w_max) * m1
     log_term = np.log1p(t * M**2 / (d * lam))
     r = _ratio(logdet_ratio, t, d * log_term)
@@ -239,11 +252,11 @@ def gen_rank_ucb_bound(
         True
     """
     t, L, d, lam, delta, c1, c2 = _ucb_args(T, L, d, lam, delta, c1, c2)
-    m2, m3 = _pos(m2, "m2", allow_zero=True), _pos(m3, "m3", allow_zero=True)
+    m2, m3 = check_real(m2, "m2", low=0), check_real(m3, "m3", low=0)
     if m1 is None:
         M = 2.0 * m2
     else:
-        M = math.sqrt(2.0) * _pos(m1, "m1", allow_zero=True)
+        M = math.sqrt(2.0) * check_real(m1, "m1", low=0)
     log_term = np.log1p(t * M**2 / (2 * d * lam))
     r = _ratio(logdet_ratio, t, 2 * d * log_term)
     beta_sqrt = np.asarray(
@@ -276,9 +289,9 @@ def rank_ts_bound(
         ((1000,), True)
     """
     t = _horizon(T, min_T=1.0)
-    L, d = _int(L, "L"), _int(d, "d")
-    m1, m2 = _pos(m1, "m1", allow_zero=True), _pos(m2, "m2")
-    w_max = _pos(w_max, "w_max", allow_zero=True)
+    L, d = check_int(L, "L", low=1), check_int(d, "d", low=1)
+    m1, m2 = check_real(m1, "m1", low=0), check_real(m2, "m2", low=0, inclusive="neither")
+    w_max = check_real(w_max, "w_max", low=0)
     lam = 1.0 / m2**2
     log_term = np.log1p(t * ((1.0 + w_max) * m1) ** 2 / (d * lam))
     beta = 1.0 + np.sqrt(4.0 * np.log(t) + d * log_term)

@@ -28,9 +28,9 @@ import numpyro.distributions as dist
 from _common import machine, table, timeit
 
 import bayesrank as br
-from bayesrank.posteriors.scale_grid import (GRID, grid_index, tridiagonal,
-                                             tridiagonal_loglik)
-from bayesrank.posteriors.variates import uniforms_normals_gamma
+from bayesrank.posteriors.hyperprior import GRID, grid_index
+from bayesrank.posteriors.conjugate.scale_grid import tridiagonal, tridiagonal_loglik
+from bayesrank.posteriors.conjugate.variates import uniforms_normals_gamma
 
 
 def _stepper(model, env, w):

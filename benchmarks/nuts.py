@@ -147,8 +147,7 @@ def main(argv=None) -> dict:
         res["vmap_runs"] = R
 
     # ---- the L chains in turn (lax.map) against batched (vmap), same run
-    from bayesrank.posteriors import nuts_kernel as nuts_module
-
+    from bayesrank.posteriors.nuts import kernel as nuts_module
     for name, in_turn in (("in_turn", True), ("batched", False)):
         nuts_module.POSITIONS_IN_TURN = in_turn
         jax.clear_caches()  # the setting is read at trace time: trace afresh

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from _common import interleaved, machine, table, timeit  # noqa: E402
 
 import bayesrank as br  # noqa: E402
-from bayesrank.policies.context import Context  # noqa: E402
+from bayesrank.policies.parts.context import Context  # noqa: E402
 
 
 class NumpyRankTS:

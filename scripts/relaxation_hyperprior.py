@@ -12,7 +12,7 @@ import argparse
 import numpy as np
 
 import bayesrank as br
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 
 
 def main() -> None:

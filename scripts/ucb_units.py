@@ -30,7 +30,7 @@ import numpy as np
 
 from bayesrank.model import noise
 from bayesrank.policies.ucb import RankUCB
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.play import fold_in_keys, play
 

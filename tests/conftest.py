@@ -64,41 +64,41 @@ HEAVY = (
     "tests/studies/calibration/test_calibration_sbc.py",
     "tests/studies/calibration/test_calibration_study.py",
     "tests/studies/calibration/test_calibration_inloop.py",
-    "tests/posteriors/test_nuts_posterior.py",
+    "tests/posteriors/nuts/test_nuts_posterior.py",
     "tests/studies/sensitivity/test_sensitivity.py",
     "tests/studies/obd/test_study_obd.py",
     # measured at 15-65 s each on a cold cache (2 cores): NUTS and latent-w GLM runs,
     # convergence checks, vmap-against-loop equivalences at larger sizes
-    "tests/posteriors/test_latent_glm.py",
+    "tests/posteriors/latent/test_latent_glm.py",
     # 350 s on 2 cores (float64 quadrature over w of the learnt scales' posterior)
-    "tests/posteriors/test_latent_w_summaries.py::test_latent_learnt_scales_match_quadrature_over_w",
+    "tests/posteriors/latent/test_latent_w_summaries.py::test_latent_learnt_scales_match_quadrature_over_w",
     # one wide prior stays in the default tier (Normal(0, 1e6)); each prior compiles anew
-    *(f"tests/posteriors/test_latent_w.py::test_wide_and_one_sided_priors_give_the_"
+    *(f"tests/posteriors/latent/test_latent_w.py::test_wide_and_one_sided_priors_give_the_"
       f"quadrature_mean_and_sd[{name}]" for name in (
           "Cauchy(0, 1e4)", "Laplace(5, 1e5)", "HalfNormal(50)",
           "TruncatedNormal(0, 3, low=1)", "StudentT(3, 0, 1e3)", "Uniform(-1e5, 1e5)")),
     "tests/studies/calibration/test_calibration_latent.py",
     "bayesrank/studies/calibration/latent.py::bayesrank.studies.calibration.latent.JointMAPDraws",
-    "bayesrank/posteriors/nuts_glm.py::bayesrank.posteriors.nuts_glm.BayesGLM",
+    "bayesrank/posteriors/nuts_glm.py::bayesrank.posteriors.nuts.glm.BayesGLM",
     "bayesrank/posteriors/latent_nuts.py::",
-    "bayesrank/posteriors/latent_w.py::bayesrank.posteriors.latent_w.LatentW",
+    "bayesrank/posteriors/latent_w.py::bayesrank.posteriors.latent.gaussian.LatentW",
     "tests/decoding/test_prefix.py::test_vmap_equals_one_by_one",
     "tests/decoding/test_native.py::test_early_rounds_score_fewer_pairs",
-    "tests/posteriors/test_laplace_posterior.py::test_jit_scan_and_vmap_over_runs",
+    "tests/posteriors/laplace/test_laplace_posterior.py::test_jit_scan_and_vmap_over_runs",
     "tests/policies/test_unknown_w.py::test_posterior_holds_w_draws",
     "tests/simulation/test_simulate.py::test_nuts_policy_runs_run_by_run",
     "tests/policies/test_fit.py::test_nuts_fit",
     "tests/policies/test_glm_ucb.py::test_glm_ucb_learns[nuts]",
-    "tests/policies/test_bonus.py::test_window_bonuses_equal_per_tuple_norms",
+    "tests/policies/parts/test_bonus.py::test_window_bonuses_equal_per_tuple_norms",
     "tests/policies/test_ts.py::test_core_jits_and_vmaps",
     "tests/policies/test_ts.py::test_window_model_learns",
-    "tests/policies/test_estimate.py::test_thompson_draws_have_the_posteriors_mean",
+    "tests/policies/parts/test_estimate.py::test_thompson_draws_have_the_posteriors_mean",
     "tests/policies/test_ucb.py::test_baseline_stays_suboptimal_and_rank_ucb",
     "tests/policies/test_ucb.py::test_with_w_zero_every_policy_converges",
     "tests/decoding/test_prefix.py::test_late_rounds_score_a_small_part",
     "tests/studies/ope/test_ope_study.py::test_writes_report_plots_and_netcdf",
-    "bayesrank/posteriors/latent_laplace.py::bayesrank.posteriors.latent_laplace",
-    "bayesrank/posteriors/nuts_kernel.py::bayesrank.posteriors.nuts_kernel.NutsState",
+    "bayesrank/posteriors/latent_laplace.py::bayesrank.posteriors.latent.laplace",
+    "bayesrank/posteriors/nuts_kernel.py::bayesrank.posteriors.nuts.kernel.NutsState",
     "bayesrank/studies/sensitivity/plots.py::bayesrank.studies.sensitivity.plots.diagnostics_table",
 )
 
@@ -117,31 +117,31 @@ X64 = (
     "tests/decoding/test_native.py",
     "tests/simulation/test_env_semi_synthetic.py",
     "tests/simulation/test_env.py",
-    "tests/posteriors/test_gaussian_posterior.py",
-    "tests/posteriors/test_gaussian_numerics.py",
-    "tests/posteriors/test_learnt_scale.py",  # quadrature references at 2e-4
-    "tests/posteriors/test_laplace_posterior.py",
-    "tests/posteriors/test_nuts_chains.py",
+    "tests/posteriors/conjugate/test_gaussian_posterior.py",
+    "tests/posteriors/conjugate/test_gaussian_numerics.py",
+    "tests/posteriors/conjugate/test_learnt_scale.py",  # quadrature references at 2e-4
+    "tests/posteriors/laplace/test_laplace_posterior.py",
+    "tests/posteriors/nuts/test_nuts_chains.py",
     "tests/model/test_links_noise.py",
     "tests/test_theorems.py",
     "tests/policies/test_policies_core.py",
-    "tests/policies/test_persist.py",  # its module fixture feeds a float64 round trip
+    "tests/policies/runtime/test_persist.py",  # its module fixture feeds a float64 round trip
     "tests/policies/test_glm_ucb.py",
     "tests/policies/test_baseline.py",
     "tests/policies/test_ucb.py",
-    "tests/policies/test_features.py",
-    "tests/policies/test_bonus.py",
+    "tests/policies/parts/test_features.py",
+    "tests/policies/parts/test_bonus.py",
     "tests/policies/test_fit.py",
     "tests/policies/test_unknown_w.py",
-    "tests/policies/test_program.py::test_play_equals_the_policy_classes_loop",
-    "tests/posteriors/test_nuts_posterior.py",
+    "tests/policies/runtime/test_program.py::test_play_equals_the_policy_classes_loop",
+    "tests/posteriors/nuts/test_nuts_posterior.py",
     "tests/simulation/test_simulate.py",
     "tests/model/test_feedback.py::test_cascade_log_updates_only_examined_positions",
     "tests/studies/ope/test_ope_study.py",  # a module fixture feeds a 1e-8 recomputation
     "tests/studies/obd/test_study_obd.py",  # regret >= -1e-9 (float32 rounds to -3e-8)
     "tests/studies/calibration/test_calibration_inloop.py",
-    "tests/posteriors/test_tridiagonal.py::test_loglik_equals_the_marginal_likelihood",
-    "tests/posteriors/test_tridiagonal.py::test_draw_has_mean_and_covariance_of_the_inverse",
+    "tests/posteriors/conjugate/test_tridiagonal.py::test_loglik_equals_the_marginal_likelihood",
+    "tests/posteriors/conjugate/test_tridiagonal.py::test_draw_has_mean_and_covariance_of_the_inverse",
 )
 
 

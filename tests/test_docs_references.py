@@ -168,10 +168,10 @@ def test_the_checks_catch_stale_references(tmp_path):
                           ) == ["bayesrank.ope.Nope", ":class:`bayesrank.ope.Nope`"]
     # and these resolve
     assert bad_references(
-        ":mod:`.nuts_kernel`, :func:`~bayesrank.posteriors.nuts_kernel.advance`, "
+        ":mod:`.kernel`, :func:`~bayesrank.posteriors.nuts.kernel.advance`, "
         ":class:`the model <bayesrank.posteriors.NumPyroModel>`, "
-        "``bayesrank.RankTS.select()``, `bayesrank/posteriors/nuts.py`, README.md, "
-        ":mod:`.model_link`", "bayesrank.posteriors.nuts", False) == []
+        "``bayesrank.RankTS.select()``, `bayesrank/posteriors/nuts/model.py`, README.md, "
+        ":mod:`.model_link`", "bayesrank.posteriors.nuts", True) == []
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,11 @@ MODULES = [
     *(f"bayesrank.model.{m}" for m in ("feedback", "links", "noise", "scores")),
     "bayesrank.simulation.env", "bayesrank.simulation.play", "bayesrank.theorems",
     "bayesrank.policies", *(f"bayesrank.policies.{m}" for m in (
-        "base", "baseline", "bonus", "context", "core", "estimate",
-        "features", "gen_ucb", "tables", "ts", "ucb", "width", "window_ucb")),
+        "base", "baseline", "parts.bonus", "parts.context", "parts.core",
+        "parts.estimate", "parts.features", "gen_ucb", "parts.tables", "ts", "ucb",
+        "window_ucb", "click", "runtime.checks", "runtime.persist")),
+    *(f"bayesrank.posteriors.{m}" for m in (
+        "conjugate", "laplace", "nuts", "latent", "base", "buffers", "hyperprior")),
     "bayesrank.studies.obd.study", "bayesrank.studies.obd.config", "bayesrank.ope",
     "bayesrank.posteriors.latent.gaussian", "bayesrank.policies.gen_ts",
 ]

@@ -58,19 +58,10 @@ Examples:
 
 from bayesrank.ope._common import Estimate
 from bayesrank.ope.direct import RewardModel, dm, fit_reward_model
-from bayesrank.ope.estimators import (
-    DEFAULT_ESTIMATORS,
-    ESTIMATORS,
-    MODEL_ESTIMATORS,
-    Estimator,
-    EstimatorInputs,
-    cascade_ips,
-    evaluate,
-    list_ips,
-    pair_dr,
-    pair_ips,
-    position_ips,
-)
+from bayesrank.ope.registry import DEFAULT_ESTIMATORS, ESTIMATORS, MODEL_ESTIMATORS
+from bayesrank.ope.protocol import Estimator, EstimatorInputs
+from bayesrank.ope.ips import cascade_ips, list_ips, pair_dr, pair_ips, position_ips
+from bayesrank.ope.evaluation import evaluate
 from bayesrank.ope.frame import to_dataframe
 from bayesrank.ope.log import as_log, check_log
 from bayesrank.ope.loggers import (

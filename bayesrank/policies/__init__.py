@@ -1,25 +1,33 @@
 """Policies composed from parts: features, estimate, tables and one decoder.
 
-:mod:`.core` assembles a functional core (pure init/select/update/select_batch over a
-NamedTuple state, the request's :class:`~.context.Context` passed explicitly);
-:mod:`.base` is the friendly class on top. RankTS, GenRankTS, RankUCB, GenRankUCB,
-WindowRankUCB and RankedBaseline are short constructors over the parts; the online-LTR
-click-model baselines (CascadeKLUCB, CascadeLinTS, CascadeLinUCB, PBMUCB, TopRank) are
-:class:`~.click_base.ClickCore` cores under the same class.
+One algorithm per module at the top (:mod:`~bayesrank.policies.ts` RankTS,
+:mod:`~bayesrank.policies.gen_ts` GenRankTS, :mod:`~bayesrank.policies.ucb` RankUCB,
+:mod:`~bayesrank.policies.gen_ucb` GenRankUCB, :mod:`~bayesrank.policies.window_ucb`
+WindowRankUCB, :mod:`~bayesrank.policies.baseline` RankedBaseline), each a short
+constructor over the parts, under the friendly class of :mod:`~bayesrank.policies.base`
+(``Policy``). Then three folders: :mod:`~bayesrank.policies.parts` (the functional core,
+pure init/select/update/select_batch over a NamedTuple state, the request's context
+passed explicitly, and the parts it holds), :mod:`~bayesrank.policies.runtime` (the
+compiled programs, checks, history, inspection and files) and
+:mod:`~bayesrank.policies.click` (the click-model baselines CascadeKLUCB,
+CascadeLinTS, CascadeLinUCB, PBMUCB and TopRank, cores under the same class).
 """
 
 from bayesrank.policies.base import Policy
 from bayesrank.policies.baseline import RankedBaseline
-from bayesrank.policies.bonus import BonusRest, UCBParams
-from bayesrank.policies.cascade_klucb import CascadeKLUCB
-from bayesrank.policies.cascade_lin import CascadeLinTS, CascadeLinUCB
-from bayesrank.policies.context import Context
-from bayesrank.policies.core import PolicyCore, PolicyState, Selection, compose
-from bayesrank.policies.estimate import Optimistic, Thompson
+from bayesrank.policies.click import (
+    CascadeKLUCB,
+    CascadeLinTS,
+    CascadeLinUCB,
+    PBMUCB,
+    TopRank,
+)
 from bayesrank.policies.gen_ts import GenRankTS
 from bayesrank.policies.gen_ucb import GenRankUCB
-from bayesrank.policies.pbm_ucb import PBMUCB
-from bayesrank.policies.toprank import TopRank
+from bayesrank.policies.parts.bonus import BonusRest, UCBParams
+from bayesrank.policies.parts.context import Context
+from bayesrank.policies.parts.core import compose, PolicyCore, PolicyState, Selection
+from bayesrank.policies.parts.estimate import Optimistic, Thompson
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
 from bayesrank.policies.window_ucb import WindowRankUCB

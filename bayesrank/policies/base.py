@@ -1,13 +1,13 @@
-"""The friendly class over a policy's functional core (:mod:`.core`).
+"""The friendly class over a policy's functional core (:mod:`~bayesrank.policies.parts.core`).
 
-Its host-side checks live in :mod:`.checks`, the (de)serialisation of its posterior
-model in :mod:`.model_config`, the file format in :mod:`.persist`, the kept
-impressions in :mod:`.history`, and the compiled programs it calls in :mod:`.program`
+Its host-side checks live in :mod:`~bayesrank.policies.runtime.checks`, the (de)serialisation of its posterior
+model in :mod:`~bayesrank.policies.runtime.model_config`, the file format in :mod:`~bayesrank.policies.runtime.persist`, the kept
+impressions in :mod:`~bayesrank.policies.runtime.history`, and the compiled programs it calls in :mod:`~bayesrank.policies.runtime.program`
 (each name importable from here too, as before).
 
 A :class:`Policy` is ``(core, state, key, t)``: it checks inputs on the host and adds
 no math: the lists it selects are exactly those of its ``core`` (round t's key is
-``fold_in(key(seed), t)`` as in :func:`bayesrank.simulate`; past 2**32 :mod:`.rounds`).
+``fold_in(key(seed), t)`` as in :func:`bayesrank.simulate`; past 2**32 :mod:`~bayesrank.policies.runtime.rounds`).
 
     policy.select(*, v0=None, mask=None) -> (L,)
     policy.select_batch(v0=None, mask=None, *, n=None) -> (B, L)
@@ -25,32 +25,27 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_lists, check_seed
-from bayesrank.policies import program
-from bayesrank.policies.checks import (
+from bayesrank.policies.runtime import program
+from bayesrank.policies.runtime.checks import (
     as_batch_mask,
     as_batch_v0,
     as_fit_log,
-    as_items_w_v0,
     as_lists_v0,
     as_new_items,
     as_rewards,
     as_round,
     refuse_foreign_state,
-    refuse_non_model,
     refuse_repeats,
 )
-from bayesrank.policies.context import Context, check_mask, check_v0
-from bayesrank.policies.core import PolicyCore, with_items
-from bayesrank.policies.history import DEFAULT_CAPACITY, History, as_capacity
-from bayesrank.policies.inspection import Inspection
-from bayesrank.policies.model_config import (  # noqa: F401 (re-exported)
-    model_config,
-    model_from_config,
-)
-from bayesrank.policies.persist import load_policy, save_policy
-from bayesrank.policies.rounds import BLOCK, refuse_last_round, round_args
+from bayesrank.policies.parts.context import Context
+from bayesrank._validate import check_mask, check_v0
+from bayesrank.policies.parts.core import PolicyCore, with_items
+from bayesrank.policies.runtime.history import DEFAULT_CAPACITY, History, as_capacity
+from bayesrank.policies.runtime.inspection import Inspection
+from bayesrank.policies.runtime.persist import load_policy, save_policy
+from bayesrank.policies.runtime.rounds import BLOCK, refuse_last_round, round_args
 
-__all__ = ["Policy", "as_items_w_v0", "as_rewards", "refuse_non_model"]
+__all__ = ["Policy"]
 
 
 class Policy(Inspection):
@@ -93,7 +88,7 @@ class Policy(Inspection):
         self.key = jax.random.key(self.seed)
         self._pending = None
         # the compiled programs are module-level and shared by every policy of this
-        # configuration (:mod:`bayesrank.policies.program`); only the core is bound
+        # configuration (:mod:`bayesrank.policies.runtime.program`); only the core is bound
         prog = program.bind(core)
         self.state = prog.init()
         self.t = 0
@@ -431,7 +426,7 @@ class Policy(Inspection):
         """Save the policy to ``path`` (.npz with JSON configuration; no pickle).
 
         Written atomically (a temporary file, then a rename), with the bayesrank
-        and file-format versions. See :mod:`bayesrank.policies.persist`.
+        and file-format versions. See :mod:`bayesrank.policies.runtime.persist`.
         """
         save_policy(self, path)
 

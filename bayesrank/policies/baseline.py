@@ -27,13 +27,14 @@ import types
 
 import numpy as np
 
-from bayesrank.policies.base import Policy, as_items_w_v0
-from bayesrank.policies.bonus import UCBTables
-from bayesrank.policies.core import compose
-from bayesrank.policies.estimate import Optimistic, Thompson
-from bayesrank.policies.features import item_features
-from bayesrank.policies.keywords import keyword_only
-from bayesrank.policies.tables import LinearTables
+from bayesrank.policies.base import Policy
+from bayesrank.policies.parts.bonus import UCBTables
+from bayesrank.policies.parts.core import compose
+from bayesrank.policies.parts.estimate import Optimistic, Thompson
+from bayesrank.policies.parts.features import item_features
+from bayesrank.policies.parts.keywords import keyword_only
+from bayesrank.policies.parts.tables import LinearTables
+from bayesrank.policies.runtime.checks import as_items_w_v0
 from bayesrank.policies.ucb import LinearConfig, UCBWidth
 
 __all__ = ["RankedBaseline"]

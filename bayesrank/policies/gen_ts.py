@@ -5,10 +5,10 @@ linear in ``phi^l = (theta^l, w_l theta^l)`` over the pair features ``(v_{a^l},
 v_{a^{l-1}})`` (position 1: ``(v_j, v0)``), so any per-position posterior over R^{2d}
 learns it (conjugate, Laplace GLM, NUTS). Each round draws phi once per position and
 decodes the exact best list of the scores ``f(<phi_1, v_j> + <phi_2, v_i>)``
-(:class:`~bayesrank.policies.tables.PairTables`: separable for the identity link).
+(:class:`~bayesrank.policies.parts.tables.PairTables`: separable for the identity link).
 
 The relaxation ignores that phi_2 is a multiple of phi_1, which costs regret against a
-model that knows it (``RankTS(w=<prior>)``, :mod:`bayesrank.posteriors.latent_w`), but it
+model that knows it (``RankTS(w=<prior>)``, :mod:`bayesrank.posteriors.latent.gaussian`), but it
 works with every posterior family. ``w_hat`` is the plug-in
 ``<phi_1, phi_2> / ||phi_1||^2`` of the posterior mean, and ``posterior(l)`` holds a
 ``w`` variable derived from every draw of phi in the same way.
@@ -25,20 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesrank.policies.base import (
-    Policy,
-    as_items_w_v0,
-    model_config,
-    model_from_config,
-    refuse_non_model,
-)
-from bayesrank.policies.context import check_mask
-from bayesrank.policies.core import PolicyCore, compose
-from bayesrank.policies.estimate import Thompson
-from bayesrank.policies.features import pair_features
+from bayesrank._validate import check_mask
+from bayesrank.policies.base import Policy
 from bayesrank.policies.gen_ucb import relaxation_model, w_hat
-from bayesrank.policies.keywords import keyword_only
-from bayesrank.policies.tables import PairTables
+from bayesrank.policies.parts.core import compose, PolicyCore
+from bayesrank.policies.parts.estimate import Thompson
+from bayesrank.policies.parts.features import pair_features
+from bayesrank.policies.parts.keywords import keyword_only
+from bayesrank.policies.parts.tables import PairTables
+from bayesrank.policies.runtime.checks import as_items_w_v0, refuse_non_model
+from bayesrank.policies.runtime.model_config import model_config, model_from_config
 
 __all__ = ["GenRankTS", "gen_rank_ts"]
 

@@ -7,7 +7,7 @@ The reward of position l is rewritten as a linear model in R^{2d}:
 so each position's model learns phi over the features ``x~ = (v_{a^l},
 v_{a^{l-1}})`` (position 1 uses ``(v_j, v0)``, the request's v0), and the UCB of
 super-arm (i, j) is ``f(<phi_hat, (v_j, v_i)> + (width/c1) ||(v_j, v_i)||_{V~^-1})``
-(:class:`bayesrank.policies.bonus.GenUCBTables`). The width is Lemma 1's with the
+(:class:`bayesrank.policies.parts.bonus.GenUCBTables`). The width is Lemma 1's with the
 parameter bound ``||phi|| <= m2 sqrt(1 + m3^2)`` (Theorem 2), or a constant ``alpha``.
 
 The estimate of w: phi_hat is unconstrained in R^{2d}, so ``w_hat`` is the
@@ -32,14 +32,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank._validate import check_real
-from bayesrank.policies.base import as_items_w_v0
-from bayesrank.policies.bonus import GenUCBTables
-from bayesrank.policies.core import PolicyCore, compose
-from bayesrank.policies.estimate import Optimistic
-from bayesrank.policies.features import pair_features
-from bayesrank.policies.keywords import keyword_only
+from bayesrank.policies.parts.bonus import GenUCBTables
+from bayesrank.policies.parts.core import compose, PolicyCore
+from bayesrank.policies.parts.estimate import Optimistic
+from bayesrank.policies.parts.features import pair_features
+from bayesrank.policies.parts.keywords import keyword_only
+from bayesrank.policies.runtime.checks import as_items_w_v0
 from bayesrank.policies.ucb import UCBPolicy
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 
 __all__ = ["GenRankUCB", "gen_rank_ucb", "relaxation_model", "w_hat"]
 

@@ -18,19 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesrank.policies.base import (
-    Policy,
-    as_items_w_v0,
-    model_config,
-    model_from_config,
-    refuse_non_model,
-)
-from bayesrank.policies.context import check_mask
-from bayesrank.policies.core import PolicyCore, compose
-from bayesrank.policies.estimate import Thompson
-from bayesrank.policies.features import pair_features, window_features
-from bayesrank.policies.keywords import keyword_only
-from bayesrank.policies.tables import DrawnWTables, LinearTables, WindowTables
+from bayesrank._validate import check_mask
+from bayesrank.policies.base import Policy
+from bayesrank.policies.parts.core import compose, PolicyCore
+from bayesrank.policies.parts.estimate import Thompson
+from bayesrank.policies.parts.features import pair_features, window_features
+from bayesrank.policies.parts.keywords import keyword_only
+from bayesrank.policies.parts.tables import DrawnWTables, LinearTables, WindowTables
+from bayesrank.policies.runtime.checks import as_items_w_v0, refuse_non_model
+from bayesrank.policies.runtime.model_config import model_config, model_from_config
 from bayesrank.posteriors import GaussianLinear
 from bayesrank.posteriors.latent import is_latent, latent_model
 from bayesrank.posteriors.w_prior import is_distribution
@@ -56,7 +52,7 @@ def rank_ts(model, items, W, *, distinct=False) -> PolicyCore:
 
 def rank_ts_latent_w(model, items, L: int, *, distinct=False) -> PolicyCore:
     """The functional core of RankTS with w latent: ``model`` is a
-    :class:`~bayesrank.posteriors.latent_w.LatentW` over the pair features; each draw
+    :class:`~bayesrank.posteriors.latent.gaussian.LatentW` over the pair features; each draw
     is ``(theta, w)`` and the tables use the drawn w."""
     return compose(
         model, pair_features, Thompson(model), DrawnWTables(model.link), items,

@@ -28,7 +28,7 @@ Confidence width (per position, round t):
   ``alpha = 1 + sqrt(log(2/delta)/2)`` (times ``s_hat`` where the model learns the
   noise).
 
-Optimistic scores (:mod:`bayesrank.policies.bonus`). For the identity link the UCB of
+Optimistic scores (:mod:`bayesrank.policies.parts.bonus`). For the identity link the UCB of
 a super-arm is exact: ``max_{||theta - theta_hat||_V <= width} <theta, x> =
 <theta_hat, x> + width ||x||_{V^-1}``. For a monotone non-linear link f the policies
 use ``f(<theta_hat, x> + (width/c1) ||x||_{V^-1})`` with ``V`` the design Gram matrix
@@ -50,7 +50,7 @@ What is guaranteed for a non-linear link (GLM-UCB):
   the MLE leaves Theta (early rounds, or m2 chosen too small) the statement above is
   not proven, though the scores stay finite and the policy keeps learning.
 * with ``model=LaplaceGLM(link=...)`` and its prior scale learnt (the default,
-  ``prior_scale=None``: tau on a grid, :mod:`bayesrank.posteriors.laplace_scaled`)
+  ``prior_scale=None``: tau on a grid, :mod:`bayesrank.posteriors.laplace.learnt_scale`)
   the estimate is the MAP at the grid's modal node k, the ``lam_k``-regularised MLE
   with ``lam_k = 1 / tau_k^2``, and V is ``lam_k I + sum x x^T`` with that same
   ``lam_k`` (per position, refactorised each round); Lemma 1's width takes ``lam_k``.
@@ -75,22 +75,17 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from bayesrank._validate import check_real
+from bayesrank._validate import check_mask, check_real
 from bayesrank.model.links import link_constants
-from bayesrank.policies.base import (
-    Policy,
-    as_items_w_v0,
-    model_config,
-    model_from_config,
-    refuse_non_model,
-)
-from bayesrank.policies.bonus import UCBTables, WindowUCBTables
-from bayesrank.policies.context import check_mask
-from bayesrank.policies.core import PolicyCore, compose
-from bayesrank.policies.estimate import Optimistic
-from bayesrank.policies.features import window_features
-from bayesrank.policies.keywords import keyword_only
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.policies.base import Policy
+from bayesrank.policies.parts.bonus import UCBTables, WindowUCBTables
+from bayesrank.policies.parts.core import compose, PolicyCore
+from bayesrank.policies.parts.estimate import Optimistic
+from bayesrank.policies.parts.features import window_features
+from bayesrank.policies.parts.keywords import keyword_only
+from bayesrank.policies.runtime.checks import as_items_w_v0, refuse_non_model
+from bayesrank.policies.runtime.model_config import model_config, model_from_config
+from bayesrank.posteriors.conjugate import GaussianLinear
 
 __all__ = [
     "C1_MIN", "RankUCB", "UCBPolicy", "default_model", "learnt_default", "rank_ucb",
@@ -275,7 +270,7 @@ class LinearConfig:
 
 class UCBWidth:
     """Lemma 1's width, read from the posterior's own Gram factor: the arguments of
-    the :class:`~bayesrank.policies.estimate.Optimistic` estimate, ``width`` and
+    the :class:`~bayesrank.policies.parts.estimate.Optimistic` estimate, ``width`` and
     ``logdet``. Needs the attributes :class:`LinearConfig` sets."""
 
     def _width_args(self, x_max: float) -> dict:

@@ -4,7 +4,7 @@ The feature of position l is ``x^l = v_{a^l} + sum_{i=1}^{S-1} w[l, i-1] v_{a^{l
 (``a^0`` is v0; earlier positions contribute nothing). Everything else is RankUCB:
 the posterior's Gram factor per position, Lemma 1's width (or a constant alpha), the
 exact identity-link UCB and the relaxed one for monotone links. The window tables
-(:class:`bayesrank.policies.bonus.WindowUCBTables`) are decoded by the window DP,
+(:class:`bayesrank.policies.parts.bonus.WindowUCBTables`) are decoded by the window DP,
 O(L K^S); with S = 2 the policy *is* RankUCB's core (one shared path).
 
 Example:
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesrank.policies.base import as_items_w_v0
-from bayesrank.policies.keywords import keyword_only
-from bayesrank.policies.ucb import UCBPolicy, rank_ucb
+from bayesrank.policies.parts.keywords import keyword_only
+from bayesrank.policies.runtime.checks import as_items_w_v0
+from bayesrank.policies.ucb import rank_ucb, UCBPolicy
 
 __all__ = ["WindowRankUCB"]
 

@@ -1,43 +1,65 @@
 """Per-position posterior models; :mod:`bayesrank.posteriors.base` is the contract.
 
-Conjugate Gaussian models (exact, closed form) live in :mod:`.gaussian` (known noise)
-and :mod:`.unknown_noise` (Normal-Inverse-Gamma), their shared core in
-:mod:`.conjugate` and :mod:`.prior_checks`, their host-side sampler in
-:mod:`.host_sampler`; the linear algebra (compensated sums included) they share with
-the UCB policies in :mod:`.linalg`; the part that learns the
-prior's and the noise's scale (:class:`LearntScaleLinear`, held by ``GaussianLinear()``,
-the default) in :mod:`.scaled`, and ``LaplaceGLM()``'s (:class:`LearntScaleLaplace`) in
-:mod:`.laplace_scaled`; the ArviZ DataTree
-builder in :mod:`.datatree` (imports xarray lazily). The NumPyro/NUTS models of
-:mod:`.nuts` are imported on first access (``posteriors.BayesGLM``), so importing the
-conjugate models does not import NumPyro. :mod:`.laplace` holds the Laplace GLM
-(pure JAX; its fixed-scale fit in :mod:`.laplace_fixed`); :mod:`.latent_w` the conjugate posterior over (theta, w) when the
-dependency weights are unknown, :mod:`.latent_laplace` its GLM form, :mod:`.latent_nuts`
-the NUTS form and :mod:`.latent` which one a model becomes; :func:`register_model` (:mod:`.registry`) names user model functions for
-save/load.
+One sub-package per inference family, each with a face (its ``__init__``), and the
+maths they share at the top:
+
+* :mod:`~bayesrank.posteriors.conjugate`: the exact Gaussian models
+  (``GaussianLinear`` holding a fixed- or learnt-scale part, the
+  Normal-Inverse-Gamma ``GaussianLinearUnknownNoise``);
+* :mod:`~bayesrank.posteriors.laplace`: ``LaplaceGLM`` (a fixed or learnt prior
+  scale; Newton fits on buffered data);
+* :mod:`~bayesrank.posteriors.nuts`: the NumPyro/NUTS models, imported on first
+  access (``posteriors.BayesGLM``), so that importing the others does not import
+  NumPyro's inference code;
+* :mod:`~bayesrank.posteriors.latent`: the posteriors over (theta, w) when w is
+  unknown, one per family, and :func:`latent_model`, which picks one.
+
+Shared: :mod:`~bayesrank.posteriors.linalg` (Cholesky updates, compensated sums; the
+UCB policies use it too), :mod:`~bayesrank.posteriors.datatree` (ArviZ DataTree
+builder), :mod:`~bayesrank.posteriors.host_sampler`,
+:mod:`~bayesrank.posteriors.buffers` (the refitting models' ring buffers),
+:mod:`~bayesrank.posteriors.hyperprior` (a scale's hyperprior and its grid),
+:mod:`~bayesrank.posteriors.w_prior` and :mod:`~bayesrank.posteriors.positive_quantiles`
+(priors on w and their ranges), :mod:`~bayesrank.posteriors.prior_checks`.
+conjugate and nuts never import each other; laplace imports conjugate's face
+(its identity link is the exact Gaussian model); latent imports the faces below it.
 """
 
 import importlib
 
+from bayesrank._validate import check_reward_support
 from bayesrank.posteriors import linalg
-from bayesrank.posteriors.base import PosteriorModel, check_reward_support, update_many
-from bayesrank.posteriors.gaussian import GaussianLinear, GaussianState
-from bayesrank.posteriors.laplace import LaplaceGLM, LaplaceState
-from bayesrank.posteriors.laplace_scaled import LearntScaleLaplace, LearntScaleLaplaceState
-from bayesrank.posteriors.latent import latent_model
-from bayesrank.posteriors.latent_laplace import LatentLaplace, LatentLaplaceState
-from bayesrank.posteriors.latent_w import LatentW, LatentWState
-from bayesrank.posteriors.scaled import LearntScaleLinear, LearntScaleState
-from bayesrank.posteriors.unknown_noise import GaussianLinearUnknownNoise, NIGState
+from bayesrank.posteriors.base import PosteriorModel, update_many
+from bayesrank.posteriors.conjugate import (
+    GaussianLinear,
+    GaussianLinearUnknownNoise,
+    GaussianState,
+    LearntScaleLinear,
+    LearntScaleState,
+    NIGState,
+)
+from bayesrank.posteriors.laplace import (
+    LaplaceGLM,
+    LaplaceState,
+    LearntScaleLaplace,
+    LearntScaleLaplaceState,
+)
+from bayesrank.posteriors.latent import (
+    latent_model,
+    LatentLaplace,
+    LatentLaplaceState,
+    LatentW,
+    LatentWState,
+)
 
 _LAZY = {
     "BayesGLM": "bayesrank.posteriors.nuts",
-    "LatentBayesGLM": "bayesrank.posteriors.latent_nuts",
+    "LatentBayesGLM": "bayesrank.posteriors.latent",
     "MaskObserved": "bayesrank.posteriors.nuts",
     "NumPyroModel": "bayesrank.posteriors.nuts",
     "NutsState": "bayesrank.posteriors.nuts",
-    "register_model": "bayesrank.posteriors.registry",
-    "resolve_model": "bayesrank.posteriors.registry",
+    "register_model": "bayesrank.posteriors.nuts",
+    "resolve_model": "bayesrank.posteriors.nuts",
 }
 
 __all__ = [

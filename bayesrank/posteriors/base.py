@@ -41,10 +41,10 @@ from typing import Any, Protocol, runtime_checkable
 import jax
 import jax.numpy as jnp
 
-from bayesrank._validate import check_reward_support  # re-exported: its home
+from bayesrank._static import Part
 from bayesrank.model.links import Link
 
-__all__ = ["PosteriorModel", "check_reward_support", "update_many"]
+__all__ = ["PosteriorModel", "ScaleHolder", "update_args", "update_many"]
 
 
 @runtime_checkable
@@ -130,3 +130,132 @@ def update_many(model, state, X, Y, valid=None):
 
     state, _ = jax.lax.scan(body, state, (X, Y, valid))
     return state
+
+
+def update_args(x, y, valid, L: int, p: int, dtype, y_dtype=None):
+    """An update's arguments checked against a state of L positions and p features
+    (ValueError naming the argument): ``x (L, p)`` and ``y (L,)`` as arrays of
+    ``dtype`` (``y_dtype`` if given) and ``valid (L,)`` bool (None: all True). Every
+    model's ``update`` starts here.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> x, y, valid = update_args(jnp.ones((2, 3)), jnp.zeros(2), None, 2, 3,
+        ...                           jnp.float32)
+        >>> valid.tolist()
+        [True, True]
+    """
+    x = jnp.asarray(x, dtype)
+    y = jnp.asarray(y, dtype if y_dtype is None else y_dtype)
+    if x.shape != (L, p):
+        raise ValueError(f"x: expected shape (L, p) = ({L}, {p}), got {x.shape}")
+    if y.shape != (L,):
+        raise ValueError(f"y: expected shape (L,) = ({L},), got {y.shape}")
+    valid = jnp.ones((L,), bool) if valid is None else jnp.asarray(valid)
+    if valid.shape != (L,):
+        raise ValueError(f"valid: expected a (L,) = ({L},) bool array, got {valid.shape}")
+    return x, y, valid.astype(bool)
+
+
+class ScaleHolder(Part):
+    """A model that holds the part doing its maths, :attr:`scale_model` (fixed or
+    learnt scales: ``GaussianLinear`` and ``LaplaceGLM``): the contract's methods run
+    the part's, and every other attribute is the part's too, so ``hasattr`` says what
+    it offers. Subclasses build the part in ``__init__`` and name the parts a file may
+    hold in ``PARTS``.
+
+    Example:
+        >>> from bayesrank.posteriors import GaussianLinear
+        >>> model = GaussianLinear(prior_scale=1.0, noise_scale=0.5)
+        >>> isinstance(model, ScaleHolder), type(model.scale_model).__name__
+        (True, 'FixedScaleLinear')
+    """
+
+    #: the part doing the maths (set by a subclass's ``__init__``)
+    scale_model: Any = None
+    #: The parts a config may name (its ``class``), looked up here, never imported.
+    PARTS: dict = {}
+    #: The config ``class`` rebuilt through the constructor, not a part (None: none).
+    CONSTRUCTED: str | None = None
+
+    @classmethod
+    def _holding(cls, scale_model):
+        """The model holding a part already built (``from_config``)."""
+        obj = object.__new__(cls)
+        obj.scale_model = scale_model
+        return obj
+
+    def __getattr__(self, name):
+        # reached only where the model itself has no such attribute: the part's
+        part = self.__dict__.get("scale_model")
+        if part is None or name.startswith("__"):
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(part, name)
+
+    @property
+    def learnt_scale(self) -> bool:
+        """Whether a scale is learnt (the part says)."""
+        return bool(self.scale_model.learnt_scale)
+
+    @property
+    def link(self) -> Link:
+        """The part's link function."""
+        return self.scale_model.link
+
+    def __repr__(self) -> str:
+        return repr(self.scale_model)
+
+    # --------------------------------------------------------- the contract
+    def init(self, L: int, p: int):
+        """The prior for L positions (the part's state)."""
+        return self.scale_model.init(L, p)
+
+    def update(self, state, x, y, valid=None):
+        """Fold one observation per position in: x (L, p), y (L,), valid (L,) bool."""
+        return self.scale_model.update(state, x, y, valid)
+
+    def draw(self, key, state):
+        """One theta per position, (L, p), and the state unchanged."""
+        return self.scale_model.draw(key, state)
+
+    def draw_batch(self, key, state, n: int) -> jax.Array:
+        """n independent draws at once: (n, L, p)."""
+        return self.scale_model.draw_batch(key, state, n)
+
+    def mean(self, state) -> jax.Array:
+        """The posterior mean of theta per position, (L, p)."""
+        return self.scale_model.mean(state)
+
+    def refresh(self, key, state):
+        """The part's refresh (a no-op where the mean is always current)."""
+        return self.scale_model.refresh(key, state)
+
+    def check_rewards(self, y) -> None:
+        """Host-side check of rewards against the part's likelihood (raises)."""
+        self.scale_model.check_rewards(y)
+
+    def to_datatree(self, state, position: int, *, key, data=None, draws: int = 1000,
+                    chains: int = 4):
+        """The posterior at one position as an ArviZ DataTree (the part's)."""
+        return self.scale_model.to_datatree(state, position, key=key, data=data,
+                                            draws=draws, chains=chains)
+
+    def config(self) -> dict:
+        """The part's JSON-able constructor arguments with its ``class`` (the names
+        every earlier version wrote)."""
+        return self.scale_model.config()
+
+    @classmethod
+    def from_config(cls, cfg: dict):
+        """Rebuild from :meth:`config` output (of any earlier version too): the part
+        its ``class`` names in :attr:`PARTS`, held by this class."""
+        if not isinstance(cfg, dict):
+            raise TypeError(f"cfg: expected a dict, got {type(cfg).__name__}")
+        name = cfg.get("class", cls.__name__)
+        if name == cls.CONSTRUCTED:
+            return cls(**{k: v for k, v in cfg.items() if k != "class"})
+        part = cls.PARTS.get(name)
+        if part is None:
+            raise ValueError(f"cfg: describes a {name!r}, not a {cls.__name__!r}")
+        return cls._holding(part.from_config(cfg))

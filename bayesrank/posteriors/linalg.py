@@ -19,7 +19,7 @@ per observation, and answer every question the algorithms ask with triangular so
     mahalanobis_norms(C, X)        ||x_k||_{P^{-1}} for the rows of X  O(K d^2)
 
 Compensated arithmetic keeps running sums of P and b exact to a few units in the last
-place (the conjugate models' numerics, :mod:`bayesrank.posteriors.gaussian`):
+place (the conjugate models' numerics, :mod:`bayesrank.posteriors.conjugate.gaussian`):
 
     two_sum(a, b)                  a + b as (s, e), s + e exact (Knuth's TwoSum)
     accumulate(hi, lo, x)          the compensated running sum (hi, lo) + x

@@ -3,7 +3,7 @@ inverse of its ``cdf`` (bisection in log x, float64 on the host), else Monte Car
 quantiles from draws with a fixed seed.
 :func:`~bayesrank.posteriors.w_prior.prior_range` asks here when the ``icdf`` fails (InverseGamma, Gamma, Chi2 and Weibull have none
 without tensorflow_probability; a FoldedDistribution has no cdf either): the range of
-a learnt scale's grid (:mod:`.scale_grid`) and of a positive prior on w.
+a learnt scale's grid (:mod:`~bayesrank.posteriors.conjugate.scale_grid`) and of a positive prior on w.
 
 Example:
     >>> import numpyro.distributions as dist

@@ -1,12 +1,12 @@
 """Checks of the conjugate linear models' hyper-parameters (prior, scales, discount).
 
-Shared by :mod:`.gaussian`, :mod:`.unknown_noise` and :mod:`.scaled`: each raises
+Shared by :mod:`~bayesrank.posteriors.conjugate.gaussian`, :mod:`~bayesrank.posteriors.conjugate.unknown_noise` and :mod:`~bayesrank.posteriors.conjugate.learnt_scale`: each raises
 ValueError/TypeError naming the argument, and lets traced JAX values through with
 their shape checked only (a model built inside ``jit`` or ``vmap``).
 
 Example:
-    >>> from bayesrank.posteriors.prior_checks import _valid_prior
-    >>> mean, scale, p = _valid_prior(0.0, [1.0, 2.0])
+    >>> from bayesrank.posteriors.prior_checks import valid_prior
+    >>> mean, scale, p = valid_prior(0.0, [1.0, 2.0])
     >>> p
     2
 """
@@ -19,7 +19,8 @@ import numpy as np
 from bayesrank._validate import check_array, check_int, check_real, is_tracer
 from bayesrank.posteriors.w_prior import is_distribution
 
-__all__ = ["is_learnt"]
+__all__ = ["is_learnt", "jsonable", "valid_L_p", "valid_discount", "valid_positive_scalar",
+           "valid_prior"]
 
 
 def is_learnt(value) -> bool:
@@ -39,7 +40,7 @@ def _to_float_array(value, name: str) -> np.ndarray:
     return arr.item() if arr.ndim == 0 else arr
 
 
-def _valid_positive_scalar(value, name: str):
+def valid_positive_scalar(value, name: str):
     if is_tracer(value):
         if jnp.ndim(value) != 0:
             raise ValueError(f"{name}: expected a scalar, got shape {jnp.shape(value)}")
@@ -52,7 +53,7 @@ def _valid_positive_scalar(value, name: str):
     return arr
 
 
-def _valid_prior(prior_mean, prior_scale):
+def valid_prior(prior_mean, prior_scale):
     """Validate (prior_mean, prior_scale); return them and the implied p (or None)."""
     if is_tracer(prior_mean):
         mean = prior_mean
@@ -101,19 +102,19 @@ def _valid_prior(prior_mean, prior_scale):
     return mean, scale, p
 
 
-def _valid_discount(discount) -> float:
+def valid_discount(discount) -> float:
     """gamma in (0, 1]: 1 keeps every observation at full weight."""
     return check_real(discount, "discount", low=0, high=1, inclusive="right")
 
 
-def _jsonable(value):
+def jsonable(value):
     if is_tracer(value):
         raise TypeError("config: hyper-parameters are traced JAX values")
     arr = np.asarray(value, dtype=float)
     return float(arr) if arr.ndim == 0 else arr.tolist()
 
 
-def _valid_L_p(L, p, p_prior) -> tuple[int, int]:
+def valid_L_p(L, p, p_prior) -> tuple[int, int]:
     L, p = check_int(L, "L", low=1), check_int(p, "p", low=1)
     if p_prior is not None and p != p_prior:
         raise ValueError(

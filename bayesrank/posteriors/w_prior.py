@@ -21,7 +21,7 @@ from bayesrank.posteriors.positive_quantiles import (
     positive_range,
 )
 
-__all__ = ["SAVABLE", "chain_start", "refuse_bad_w_batch", "valid_w_prior",
+__all__ = ["SAVABLE", "chain_start", "refuse_bad_parameters", "refuse_bad_w_batch", "valid_w_prior",
            "is_distribution", "prior_box", "prior_config", "prior_from_config",
            "prior_quantiles", "prior_range"]
 
@@ -102,7 +102,7 @@ def valid_w_prior(prior, L: int | None):
             f"{support}"
         )
     refuse_bad_w_batch(prior, L)
-    _refuse_bad_parameters(prior)
+    refuse_bad_parameters(prior)
     _refuse_unbounded(prior)
     return prior
 
@@ -115,7 +115,7 @@ def refuse_bad_w_batch(prior, L: int | None) -> None:
         raise ValueError(f"w: the prior's batch shape must be {want}, got {batch}")
 
 
-def _refuse_bad_parameters(prior) -> None:
+def refuse_bad_parameters(prior) -> None:
     """Every parameter finite and inside its constraint (NaN loc, a negative scale,
     ``Uniform(2, 1)``), also for priors built with ``validate_args=False``, and for
     the base of a truncated or expanded distribution."""
@@ -134,7 +134,7 @@ def _refuse_bad_parameters(prior) -> None:
             raise ValueError(f"w: the prior's {name} must satisfy {c}, got {v.tolist()}")
     base = getattr(prior, "base_dist", None)
     if base is not None:
-        _refuse_bad_parameters(base)
+        refuse_bad_parameters(base)
     lo = getattr(prior.support, "lower_bound", None)
     hi = getattr(prior.support, "upper_bound", None)
     if lo is not None and hi is not None and np.any(np.asarray(lo) >= np.asarray(hi)):

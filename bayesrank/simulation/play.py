@@ -62,13 +62,13 @@ def play(core, env, state, T: int, *, keys: Callable, ctx, record: Callable,
     """Play ``core`` for T rounds from ``state``: ``(final state, records (T, ...))``.
 
     Args:
-        core: a policy's :class:`~bayesrank.policies.core.PolicyCore`.
+        core: a policy's :class:`~bayesrank.policies.parts.core.PolicyCore`.
         env: has ``sample(key, items) -> (L,)`` rewards.
         state: the policy's state at the start.
         T: rounds.
         keys: ``t -> (select key, environment key, extra key or None)``, e.g.
             :func:`fold_in_keys`.
-        ctx: the requests' :class:`~bayesrank.policies.context.Context`.
+        ctx: the requests' :class:`~bayesrank.policies.parts.context.Context`.
         record: ``Round -> pytree``, stacked over rounds.
         best: the best expected total reward (passed to ``record``).
         context: ``(t, environment key) -> (env, best, ctx)`` for a context that

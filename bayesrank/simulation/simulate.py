@@ -23,7 +23,7 @@ import xarray as xr
 from bayesrank._progress import progress
 from bayesrank._validate import check_int, check_seed
 from bayesrank.decoding.backward import pick
-from bayesrank.policies.context import Context
+from bayesrank.policies.parts.context import Context
 from bayesrank.simulation.dataset import results_dataset as _dataset
 from bayesrank.simulation.play import fold_in_keys, play
 
@@ -71,7 +71,7 @@ def run_scan(core, env, T: int, best_value, record_lists: bool = False, *,
         core: a policy's functional core; env: the environment.
         T: rounds; best_value: the best expected total reward (``users="fixed"``).
         record_lists: also output the chosen lists.
-        ctx: the policy's default :class:`~bayesrank.policies.context.Context` (its
+        ctx: the policy's default :class:`~bayesrank.policies.parts.context.Context` (its
             v0 and mask); default: the env's v0 and every item.
         users: ``"fixed"``: every round's user has the env's v0; ``"items"``: round
             t's user has a uniformly drawn catalogue item as last item (v0), drawn

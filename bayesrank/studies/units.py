@@ -48,9 +48,9 @@ import xarray as xr
 
 from bayesrank.model import noise
 from bayesrank.policies.ts import RankTS
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 from bayesrank.posteriors.laplace import LaplaceGLM
-from bayesrank.posteriors.latent_w import LatentW
+from bayesrank.posteriors.latent import LatentW
 from bayesrank.simulation.checkpoints import segment
 from bayesrank.simulation.env import RankingEnv
 

@@ -16,13 +16,11 @@ import bayesrank as br
 from bayesrank.decoding import dispatch as decoder
 from bayesrank.decoding.api import best_list
 from bayesrank.decoding.backward import backward_dense
+from bayesrank.decoding.front import exp_step, front_step, pareto_front
 from bayesrank.decoding.monotone import (
-    exp_step,
-    front_step,
     monotone_backward,
     monotone_backward_in_jit,
     monotone_decode,
-    pareto_front,
 )
 from bayesrank.decoding.spec import DecodeSpec, MonotoneTables
 from bayesrank.model.links import get_link

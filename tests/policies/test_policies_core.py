@@ -16,8 +16,8 @@ import pytest
 
 import bayesrank as br
 from bayesrank.model.links import get_link
-from bayesrank.policies.context import Context
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.policies.parts.context import Context
+from bayesrank.posteriors.conjugate import GaussianLinear
 
 
 class LogisticGaussian(GaussianLinear):

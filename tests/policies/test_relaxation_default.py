@@ -7,7 +7,7 @@ import numpyro.distributions as dist
 import pytest
 
 import bayesrank as br
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 
 
 def _rescaled(c):

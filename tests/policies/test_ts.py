@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import bayesrank as br
-from bayesrank.policies.context import Context
+from bayesrank.policies.parts.context import Context
 from bayesrank.policies.ts import RankTS, rank_ts
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 from bayesrank.simulation.simulate import noise_key, run_scan
 
 

@@ -14,9 +14,9 @@ import bayesrank as br
 from bayesrank import theorems
 from bayesrank.model.links import get_link
 from bayesrank.policies.baseline import RankedBaseline
-from bayesrank.policies.bonus import UCBParams, UCBTables
-from bayesrank.policies.context import Context
-from bayesrank.policies.features import pair_features
+from bayesrank.policies.parts.bonus import UCBParams, UCBTables
+from bayesrank.policies.parts.context import Context
+from bayesrank.policies.parts.features import pair_features
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB

@@ -12,7 +12,7 @@ import pytest
 
 import bayesrank as br
 from bayesrank.model import noise
-from bayesrank.posteriors.scaled import GRID, TAIL
+from bayesrank.posteriors.hyperprior import GRID, TAIL
 
 pytestmark = pytest.mark.x64
 

@@ -30,7 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank.model import scores
-from bayesrank.posteriors.scaled import LearntScaleLinear, default_hyperprior
+from bayesrank.posteriors.conjugate import LearntScaleLinear
+from bayesrank.posteriors.hyperprior import default_hyperprior
 from bayesrank.simulation.env import RankingEnv
 
 __all__ = [

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesrank.model import scores
-from bayesrank.policies.context import Context
+from bayesrank.policies.parts.context import Context
 from bayesrank.policies.ts import rank_ts
 from bayesrank.posteriors.base import update_many
 from bayesrank.simulation.play import play

@@ -39,10 +39,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from bayesrank.policies import features
+from bayesrank.policies.parts import features
 from bayesrank.policies.gen_ucb import w_hat
 from bayesrank.posteriors.laplace import loglik
-from bayesrank.posteriors.latent_w import LatentW
+from bayesrank.posteriors.latent import LatentW
 from bayesrank.studies.calibration.generative import (
     Design,
     Generative,
@@ -52,7 +52,7 @@ from bayesrank.studies.calibration.generative import (
     learnt_generative,
     nig_generative,
 )
-from bayesrank.studies.calibration.scales import laplace_learnt_generative
+from bayesrank.studies.calibration.generative import laplace_learnt_generative
 
 __all__ = ["JointMAPDraws", "LatentWDraws", "latent_w_generative", "pair_features"]
 

@@ -17,11 +17,11 @@ import numpy as np
 import numpyro.distributions as dist
 
 from bayesrank._validate import check_int, check_seed
-from bayesrank.policies.cascade_klucb import CascadeKLUCB
-from bayesrank.policies.cascade_lin import CascadeLinTS, CascadeLinUCB
+from bayesrank.policies.click.cascade_klucb import CascadeKLUCB
+from bayesrank.policies.click.cascade_lin import CascadeLinTS, CascadeLinUCB
 from bayesrank.policies.gen_ucb import GenRankUCB
-from bayesrank.policies.pbm_ucb import PBMUCB
-from bayesrank.policies.toprank import TopRank
+from bayesrank.policies.click.pbm_ucb import PBMUCB
+from bayesrank.policies.click.toprank import TopRank
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
 from bayesrank.posteriors.laplace import LaplaceGLM

@@ -120,7 +120,7 @@ def _laplace_model(env, cfg: StudyConfig):
 def _nuts_model(env, cfg: StudyConfig):
     import numpyro.distributions as dist
 
-    from bayesrank.posteriors.nuts import BayesGLM
+    from bayesrank.posteriors.nuts import BayesGLM  # deferred: numpyro
 
     return BayesGLM(
         link="logistic",

@@ -52,6 +52,7 @@ from bayesrank.ope import UniformLogger
 from bayesrank.ope.examination import valid_examination
 from bayesrank.ope.loggers import env_feedback
 from bayesrank.simulation import CascadeEnv, DBNEnv, DCMEnv, PBMEnv
+from bayesrank.simulation.dataset import versions as _versions
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.studies import store
 from bayesrank.studies.ope import click_report
@@ -59,7 +60,6 @@ from bayesrank.studies.ope.config import FixedListEpsilonGreedy, estimator_varia
 from bayesrank.studies.ope.study import (
     STATS,
     _progress,
-    _versions,
     cell_seed,
     log_estimates,
     simulate_logs,

@@ -46,7 +46,7 @@ import numpy as np
 
 from bayesrank import ope
 from bayesrank._progress import progress as progress_bar
-from bayesrank.ope.estimators import fit_inputs_model
+from bayesrank.ope.reward_model import fit_inputs_model
 from bayesrank.ope.protocol import PSCORE_OF
 from bayesrank.simulation.dataset import versions as _versions
 from bayesrank.studies import store

@@ -15,7 +15,7 @@ from bayesrank.policies.baseline import RankedBaseline
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
 from bayesrank.studies import plots, store

@@ -21,7 +21,7 @@ from bayesrank import theorems
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.policies.ucb import RankUCB
-from bayesrank.posteriors.gaussian import GaussianLinear
+from bayesrank.posteriors.conjugate import GaussianLinear
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
 from bayesrank.studies import plots, store

@@ -5,7 +5,7 @@ its d = 5 variant, the study compares
 
 * ``RankTS (known w)``: the oracle, given the true w;
 * ``RankTS (latent w)``: ``RankTS(w=Normal(0, 5))``, w learnt jointly with theta
-  (:mod:`bayesrank.posteriors.latent_w`, known noise), and ``RankTS (latent w, NIG)``
+  (:mod:`bayesrank.posteriors.latent.gaussian`, known noise), and ``RankTS (latent w, NIG)``
   with the noise variance learnt too;
 * ``GenRankTS``: Thompson sampling over the paper's 2d relaxation;
 * ``GenRankUCB (authors' alpha)`` and ``GenRankUCB (Lemma 1)``;
@@ -42,7 +42,7 @@ from bayesrank.policies.gen_ts import GenRankTS
 from bayesrank.policies.gen_ucb import GenRankUCB
 from bayesrank.policies.ts import RankTS
 from bayesrank.posteriors import LaplaceGLM
-from bayesrank.posteriors.gaussian import GaussianLinearUnknownNoise
+from bayesrank.posteriors.conjugate import GaussianLinearUnknownNoise
 from bayesrank.simulation.checkpoints import play_to_checkpoints
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate

@@ -43,13 +43,13 @@ from bayesrank.studies.sensitivity.plots import (
     plot_regret_heatmap,
 )
 from bayesrank.studies.sensitivity.report import summary_table, write_report
-from bayesrank.studies.sensitivity.run import (
+from bayesrank.studies.sensitivity.diagnostics import (
     PSENSE_THRESHOLD,
-    SweepStore,
     posterior_diagnostics,
-    run_sweep,
     settle_round,
 )
+from bayesrank.studies.sensitivity.results import SweepStore
+from bayesrank.studies.sensitivity.run import run_sweep
 
 __all__ = [
     "PRIOR_FAMILIES",

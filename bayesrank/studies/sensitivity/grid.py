@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from bayesrank.model.noise import Gaussian
-from bayesrank.posteriors.gaussian import GaussianLinear, GaussianLinearUnknownNoise
+from bayesrank.posteriors.conjugate import GaussianLinear, GaussianLinearUnknownNoise
 from bayesrank.simulation.env import RankingEnv
 
 __all__ = [

@@ -38,8 +38,8 @@ import numpy as np
 
 from bayesrank._progress import progress
 from bayesrank.model import scores
-from bayesrank.policies import features
-from bayesrank.policies.context import Context
+from bayesrank.policies.parts import features
+from bayesrank.policies.parts.context import Context
 from bayesrank.policies.ts import RankTS, rank_ts
 from bayesrank.posteriors.base import update_many
 from bayesrank.simulation.play import fold_in_keys

@@ -8,7 +8,8 @@ import pytest
 from bayesrank.posteriors import GaussianLinear
 from bayesrank.studies.calibration.ranks import pit_from_ranks
 from bayesrank.studies.calibration.sbc import run_sbc
-from bayesrank.studies.calibration.scales import ScaleDraws, learnt_generative
+from bayesrank.studies.calibration.scales import ScaleDraws
+from bayesrank.studies.calibration.generative import learnt_generative
 from bayesrank.studies.calibration.uniformity import uniformity_test
 
 
@@ -53,7 +54,7 @@ def test_learnt_laplace_scale_sbc(hyper, passes):
     model's own truth (tau ~ HalfCauchy(1)); p = 0.41 at 200 simulations. Told a 20x
     narrower hyperprior than the truth's, the same check fails (p = 0.006 at 200)."""
     from bayesrank.posteriors import LaplaceGLM
-    from bayesrank.studies.calibration.scales import laplace_learnt_generative
+    from bayesrank.studies.calibration.generative import laplace_learnt_generative
 
     model = LaplaceGLM("logistic", prior_scale=hyper, n_max=40)
     gen = laplace_learnt_generative(LaplaceGLM("logistic", prior_scale=None, n_max=40))
