@@ -37,7 +37,9 @@ makes a log by running a logger (:class:`UniformLogger`,
 :class:`TargetProbabilities`) with the estimators of :data:`ESTIMATORS`: the IPS
 family, the direct method ``dm`` (a reward model fitted on the log,
 :func:`fit_reward_model`, which needs ``items``) and the doubly robust ``pair_dr``;
-any object following the :class:`Estimator` protocol (reading one
+:func:`position_bias` estimates the examination per position from PBM click logs
+(regression EM, or intervention harvesting over two or more rankers); any object
+following the :class:`Estimator` protocol (reading one
 :class:`EstimatorInputs`) runs beside them.
 
 Examples:
@@ -62,7 +64,7 @@ from bayesrank.ope.registry import DEFAULT_ESTIMATORS, ESTIMATORS, MODEL_ESTIMAT
 from bayesrank.ope.protocol import Estimator, EstimatorInputs
 from bayesrank.ope.ips import cascade_ips, list_ips, pair_dr, pair_ips, position_ips
 from bayesrank.ope.evaluation import evaluate
-from bayesrank.ope.frame import to_dataframe
+from bayesrank.ope.formats.frame import to_dataframe
 from bayesrank.ope.log import as_log, check_log
 from bayesrank.ope.loggers import (
     EpsilonGreedyLogger,
@@ -70,8 +72,9 @@ from bayesrank.ope.loggers import (
     UniformLogger,
     collect,
 )
-from bayesrank.ope.obp import from_obp, to_obp
-from bayesrank.ope.parquet import read_parquet, to_parquet
+from bayesrank.ope.formats.obp import from_obp, to_obp
+from bayesrank.ope.formats.parquet import read_parquet, to_parquet
+from bayesrank.ope.examination_estimate import position_bias
 from bayesrank.ope.target import (
     TargetDraws,
     TargetProbabilities,
@@ -105,6 +108,7 @@ __all__ = [
     "list_ips",
     "pair_dr",
     "pair_ips",
+    "position_bias",
     "position_ips",
     "read_parquet",
     "target_probabilities",

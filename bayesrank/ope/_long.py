@@ -1,7 +1,7 @@
 """Parsing of long-format log columns into the arrays of a log (no Dataset here).
 
-The layout is documented in :mod:`bayesrank.ope.frame`. Kept apart from
-:mod:`bayesrank.ope.log` and :mod:`bayesrank.ope.frame` so that ``as_log(df)`` (in
+The layout is documented in :mod:`bayesrank.ope.formats.frame`. Kept apart from
+:mod:`bayesrank.ope.log` and :mod:`bayesrank.ope.formats.frame` so that ``as_log(df)`` (in
 ``log``) and ``from_columns`` (in ``frame``) share it without an import circle.
 """
 
@@ -13,9 +13,9 @@ import numpy as np
 
 from bayesrank.ope._common import PSCORE_VARS
 
-__all__ = ["columns_to_arrays"]
+__all__ = ["PER_POSITION", "columns_to_arrays"]
 
-_PER_POSITION = [v for v, dims in PSCORE_VARS.items() if dims == ("round", "position")]
+PER_POSITION = [v for v, dims in PSCORE_VARS.items() if dims == ("round", "position")]
 _REQUIRED = ("round", "position", "item", "reward")
 _INTEGER = ("round", "position", "item")
 _V0 = re.compile(r"v0_(0|[1-9][0-9]*)")
@@ -129,7 +129,7 @@ def columns_to_arrays(columns) -> dict:
             raise ValueError(f"{c}: differs between the positions of round {r}")
         return g[:, 0]
 
-    pscores = {v: grid(v) for v in _PER_POSITION if v in col}
+    pscores = {v: grid(v) for v in PER_POSITION if v in col}
     if "pscore_list" in col:
         pscores["pscore_list"] = per_round("pscore_list")
     v0 = np.stack([per_round(c) for c in v0_cols], axis=1)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bayesrank._validate import is_integer
-from bayesrank.ope.frame import from_columns, to_columns
+from bayesrank.ope.formats.frame import from_columns, to_columns
 
 __all__ = ["read_parquet", "to_parquet"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesrank.ope._long import _PER_POSITION, columns_to_arrays
+from bayesrank.ope._long import PER_POSITION, columns_to_arrays
 from bayesrank.ope.log import as_log, check_log
 
 __all__ = ["from_columns", "to_columns", "to_dataframe"]
@@ -28,7 +28,7 @@ def to_columns(log) -> dict[str, np.ndarray]:
     Examples:
         >>> import numpy as np
         >>> from bayesrank.ope import as_log
-        >>> from bayesrank.ope.frame import to_columns
+        >>> from bayesrank.ope.formats.frame import to_columns
         >>> cols = to_columns(as_log(np.array([[0, 1]]), np.ones((1, 2)), np.zeros(1)))
         >>> list(cols), cols["position"].tolist()
         (['round', 'position', 'item', 'reward', 'v0_0'], [0, 1])
@@ -42,7 +42,7 @@ def to_columns(log) -> dict[str, np.ndarray]:
         "item": lists.astype(np.int64).ravel(),
         "reward": log["rewards"].values.astype(float).ravel(),
     }
-    for v in _PER_POSITION:
+    for v in PER_POSITION:
         if v in log:
             cols[v] = log[v].values.astype(float).ravel()
     if "pscore_list" in log:
@@ -74,7 +74,7 @@ def from_columns(columns, K=None, items=None):
 
     Examples:
         >>> import numpy as np
-        >>> from bayesrank.ope.frame import from_columns
+        >>> from bayesrank.ope.formats.frame import from_columns
         >>> cols = [("round", np.array([7, 7])), ("position", np.array([1, 0])),
         ...         ("item", np.array([2, 0])), ("reward", np.array([0.0, 1.0])),
         ...         ("v0_0", np.array([0.5, 0.5]))]

@@ -17,7 +17,7 @@ import pytest
 
 import bayesrank as br
 from bayesrank.ope import SoftmaxLogger, collect, read_parquet, to_parquet
-from bayesrank.ope import parquet as pqmod
+from bayesrank.ope.formats import parquet as pqmod
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

@@ -187,7 +187,7 @@ def from_obp(bandit_feedback) -> xr.Dataset:
             ``n_unique_action``, ``slate_id``, ``position``, ``action``, ``reward``,
             and optionally ``pscore``, ``pscore_item_position``, ``pscore_cascade``,
             ``context``, ``action_context``, ``expected_reward_factual``, ``v0`` and
-            ``pscore_pair`` (``bayesrank.ope.obp.OBP_KEYS``); any other key is
+            ``pscore_pair`` (``bayesrank.ope.formats.obp.OBP_KEYS``); any other key is
             ignored.
 
     Returns:
