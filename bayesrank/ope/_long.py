@@ -17,6 +17,8 @@ __all__ = ["PER_POSITION", "columns_to_arrays"]
 
 PER_POSITION = [v for v, dims in PSCORE_VARS.items() if dims == ("round", "position")]
 _REQUIRED = ("round", "position", "item", "reward")
+#: optional per-position column: whether the position was examined (0/1 or bool)
+_EXAMINED = "examined"
 _INTEGER = ("round", "position", "item")
 _V0 = re.compile(r"v0_(0|[1-9][0-9]*)")
 
@@ -39,12 +41,12 @@ def _valid_names(names) -> list[str]:
         if c not in seen:
             raise ValueError(f"{c}: missing column")
     v0 = _v0_columns([c for c in names if isinstance(c, str)])
-    known = {*_REQUIRED, *PSCORE_VARS, *v0}
+    known = {*_REQUIRED, _EXAMINED, *PSCORE_VARS, *v0}
     unknown = [str(c) for c in names if c not in known]
     if unknown:
         raise ValueError(
             f"{', '.join(unknown)}: unknown column(s); the long format has round, "
-            "position, item, reward, v0_0 .. v0_{d-1} and optionally "
+            "position, item, reward, v0_0 .. v0_{d-1} and optionally examined, "
             f"{', '.join(PSCORE_VARS)}"
         )
     return v0
@@ -89,7 +91,8 @@ def columns_to_arrays(columns) -> dict:
             order; rounds are ordered by their ``round`` label.
 
     Returns:
-        dict with ``lists``, ``rewards``, ``v0`` and the pscore arrays present.
+        dict with ``lists``, ``rewards``, ``v0``, the pscore arrays present and
+        ``examined`` when the column is there.
 
     Raises:
         ValueError, TypeError: naming the column when one is missing, unknown,
@@ -133,6 +136,9 @@ def columns_to_arrays(columns) -> dict:
     if "pscore_list" in col:
         pscores["pscore_list"] = per_round("pscore_list")
     v0 = np.stack([per_round(c) for c in v0_cols], axis=1)
-    return {"lists": grid("item"), "rewards": grid("reward"), "v0": v0, **pscores}
+    out = {"lists": grid("item"), "rewards": grid("reward"), "v0": v0, **pscores}
+    if _EXAMINED in col:
+        out["examined"] = grid(_EXAMINED)
+    return out
 
 

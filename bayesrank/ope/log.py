@@ -164,8 +164,9 @@ def as_log(
             repeated on the round's rows. Rows may come in any order (rounds are
             ordered by label; the index is ignored), and the other array
             arguments must then be left out. ``df.attrs["K"]`` and
-            ``df.attrs["items"]`` (set by ``to_dataframe``) stand in for
-            ``K`` and ``items`` when those are not given.
+            ``df.attrs["items"]`` and ``df.attrs["feedback"]`` (set by
+            ``to_dataframe``) stand in for ``K``, ``items`` and ``feedback``
+            when those are not given; an ``examined`` column is the mask.
         rewards: (n, L) float rewards; NaN = position not observed.
         v0: (n, d) each request's context vector, or (d,) shared by every round.
         pscore_list: (n,) the logger's probability of the whole shown list.
@@ -245,8 +246,15 @@ def as_log(
 
         K = frame.attrs.get("K") if K is None else K
         items = frame.attrs.get("items") if items is None else items
+        feedback = frame.attrs.get("feedback") if feedback is None else feedback
         columns = [(c, frame.iloc[:, j].to_numpy()) for j, c in enumerate(frame.columns)]
-        return as_log(**columns_to_arrays(columns), K=K, items=items)
+        arrays = columns_to_arrays(columns)
+        if examined is not None:
+            if "examined" in arrays:
+                raise TypeError("examined: not allowed with a DataFrame that has an "
+                                "examined column")
+            arrays["examined"] = examined
+        return as_log(**arrays, K=K, items=items, feedback=feedback)
     missing = [name for name, a in (("rewards", rewards), ("v0", v0)) if a is None]
     if missing:
         raise TypeError(f"{', '.join(missing)}: required when lists is an array")

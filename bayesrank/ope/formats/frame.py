@@ -4,9 +4,10 @@
 Columns: ``round``, ``position``, ``item`` (ints), ``reward`` (float, NaN = not
 observed), the per-position pscore columns present (``pscore_position``,
 ``pscore_pair``, ``pscore_cascade``), and the per-round columns repeated on each of
-the round's rows (``pscore_list``, ``v0_0`` .. ``v0_{d-1}``). ``K`` and the item
-vectors are not columns: a DataFrame carries them in ``df.attrs`` (when known), a
-Parquet file in its metadata.
+the round's rows (``pscore_list``, ``v0_0`` .. ``v0_{d-1}``), and ``examined`` (bool)
+when the log records what was examined. ``K``, the item vectors and the declared
+``feedback`` model are not columns: a DataFrame carries them in ``df.attrs`` (when
+known), a Parquet file in its metadata.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def to_columns(log) -> dict[str, np.ndarray]:
         "item": lists.astype(np.int64).ravel(),
         "reward": log["rewards"].values.astype(float).ravel(),
     }
+    if "examined" in log:
+        cols["examined"] = log["examined"].values.astype(bool).ravel()
     for v in PER_POSITION:
         if v in log:
             cols[v] = log[v].values.astype(float).ravel()
@@ -52,7 +55,7 @@ def to_columns(log) -> dict[str, np.ndarray]:
     return cols
 
 
-def from_columns(columns, K=None, items=None):
+def from_columns(columns, K=None, items=None, feedback=None):
     """A checked log from long-format columns (what ``as_log(df)`` and
     :func:`~bayesrank.ope.read_parquet` call).
 
@@ -62,6 +65,7 @@ def from_columns(columns, K=None, items=None):
         columns: sequence of (name, (m,) array) pairs, one per column.
         K: the number of items (see :func:`~bayesrank.ope.as_log`).
         items: (K, d) item vectors, or None.
+        feedback: the declared feedback model (see :func:`~bayesrank.ope.as_log`).
 
     Returns:
         The log Dataset.
@@ -81,7 +85,7 @@ def from_columns(columns, K=None, items=None):
         >>> from_columns(cols, K=3)["lists"].values.tolist()
         [[0, 2]]
     """
-    return as_log(**columns_to_arrays(columns), K=K, items=items)
+    return as_log(**columns_to_arrays(columns), K=K, items=items, feedback=feedback)
 
 
 def to_dataframe(log):
@@ -116,4 +120,6 @@ def to_dataframe(log):
         df.attrs["K"] = int(log.attrs["K"])
     if "items" in log:
         df.attrs["items"] = log["items"].values.astype(float).tolist()
+    if "feedback" in log.attrs:
+        df.attrs["feedback"] = log.attrs["feedback"]
     return df

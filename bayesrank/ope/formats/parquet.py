@@ -17,6 +17,15 @@ file in the same folder and renames it over the target, so a failed write (a ful
 disk) leaves the old file intact. Files of metadata format 1 (written before the
 digest existed) are read without these checks, as are tables without bayesrank
 metadata (written by other tools).
+
+What was examined (format 3): an ``examined`` column holds the log's mask and the
+metadata its declared ``feedback`` model (null: none declared). A file that declares
+nothing (format 1 or 2, or another tool's table) is read as ``"full"`` when every
+reward is present; with NaN rewards it is refused unless ``read_parquet(path,
+feedback=...)`` says how to read them (``"cascade"``, ``"pbm"``, or ``"undeclared"``:
+NaN as missing at random, the log as it was read before), since a NaN could mean an
+unexamined position or a missing record and the estimators treat the two
+differently.
 """
 
 from __future__ import annotations
@@ -36,8 +45,11 @@ __all__ = ["read_parquet", "to_parquet"]
 
 _META = b"bayesrank.ope"
 #: The metadata format :func:`to_parquet` writes (and the newest it reads):
-#: 1 (K, items), 2 (+ columns, rounds, positions, digest).
-FORMAT = 2
+#: 1 (K, items), 2 (+ columns, rounds, positions, digest), 3 (+ feedback, and the
+#: examined column when the log has one).
+FORMAT = 3
+#: What ``read_parquet(feedback=...)`` accepts for a file that declares no feedback.
+READ_FEEDBACK = ("full", "cascade", "pbm", "undeclared")
 
 
 def _pyarrow():
@@ -110,7 +122,8 @@ def to_parquet(log, path) -> None:
     meta = {"format": FORMAT, "K": int(log.attrs["K"]) if "K" in log.attrs else None}
     if "items" in log:
         meta["items"] = log["items"].values.astype(float).tolist()
-    meta.update(columns=list(cols), rounds=int(n), positions=int(L))
+    meta.update(columns=list(cols), rounds=int(n), positions=int(L),
+                feedback=log.attrs.get("feedback"))
     table = pa.table(cols)
     meta["digest"] = _digest(table, meta)
     table = table.replace_schema_metadata({_META: json.dumps(meta).encode()})
@@ -186,7 +199,7 @@ def _refuse_bad_content(table, meta: dict, path, where: str) -> None:
                              f"{meta['rounds'] - 1}, got {rounds.size} distinct labels")
 
 
-def read_parquet(path, K=None):
+def read_parquet(path, K=None, feedback=None):
     """Read a log written by :func:`to_parquet` (or any table in its long format)
     and check it with :func:`check_log`.
 
@@ -197,6 +210,10 @@ def read_parquet(path, K=None):
     Args:
         path: the Parquet file.
         K: the number of items; None: the file's metadata, if any.
+        feedback: for a file that declares no feedback model (format 1 or 2, another
+            tool's table) and has NaN rewards: ``"cascade"``, ``"pbm"`` or
+            ``"undeclared"`` (NaN as missing at random); ignored when the file
+            declares one (``"full"`` and None then read it as declared).
 
     Returns:
         The log Dataset.
@@ -232,4 +249,26 @@ def read_parquet(path, K=None):
     meta = _meta(table, path)
     K = meta.get("K") if K is None else K
     columns = [(c, a.to_numpy()) for c, a in zip(table.column_names, table.columns)]
-    return from_columns(columns, K=K, items=meta.get("items"))
+    if feedback is not None and feedback not in READ_FEEDBACK:
+        raise ValueError(f"feedback: expected one of {list(READ_FEEDBACK)} or None, got "
+                         f"{feedback!r}")
+    declared = meta.get("format", 0) >= 3 or "examined" in table.column_names
+    if declared:
+        fb = meta.get("feedback")
+    else:
+        rewards = np.asarray(table.column("reward").to_numpy(), float) \
+            if "reward" in table.column_names else np.zeros(0)
+        if feedback == "undeclared":
+            fb = None
+        elif feedback is not None:
+            fb = feedback
+        elif np.isnan(rewards).any():
+            raise ValueError(
+                f"path: {path}: the rewards have NaN (positions not observed) and the "
+                "file declares no feedback model (written before bayesrank recorded "
+                "one, or by another tool), so an unexamined position cannot be told "
+                "from a missing record: read it with feedback='cascade' (examined down "
+                "to the first click), 'pbm', or 'undeclared' (NaN as missing at random)")
+        else:
+            fb = "full"
+    return from_columns(columns, K=K, items=meta.get("items"), feedback=fb)

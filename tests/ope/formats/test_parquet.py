@@ -61,12 +61,14 @@ def test_rows_in_any_order_and_k_from_the_argument(log, tmp_path):
     t = pq.read_table(tmp_path / "log.parquet").replace_schema_metadata(None)
     order = np.random.default_rng(0).permutation(t.num_rows)
     pq.write_table(t.take(order), tmp_path / "shuffled.parquet")
-    back = read_parquet(tmp_path / "shuffled.parquet", K=6)
+    with pytest.raises(ValueError, match="declares no feedback model"):
+        read_parquet(tmp_path / "shuffled.parquet", K=6)  # another tool's, NaN inside
+    back = read_parquet(tmp_path / "shuffled.parquet", K=6, feedback="undeclared")
     assert back.attrs["K"] == 6 and "items" not in back
     for v in ("lists", "rewards", "v0", "pscore_list", "pscore_pair"):
         np.testing.assert_array_equal(back[v].values, log[v].values)
     with pytest.raises(ValueError, match="^lists:"):
-        read_parquet(tmp_path / "shuffled.parquet", K=2)
+        read_parquet(tmp_path / "shuffled.parquet", K=2, feedback="undeclared")
 
 
 def _write(tmp_path, **cols):
@@ -129,3 +131,34 @@ def test_a_clear_message_without_pyarrow(log, tmp_path, monkeypatch):
         to_parquet(log, tmp_path / "x.parquet")
     with pytest.raises(ImportError, match="pip install pyarrow"):
         read_parquet(tmp_path / "x.parquet")
+
+
+def test_what_was_examined_round_trips_and_old_files_read_as_declared(tmp_path):
+    """A cascade click log's examined mask and feedback model survive Parquet and a
+    DataFrame; a file declaring nothing reads as 'full' when every reward is there,
+    and as the reader says otherwise (a bad word is refused)."""
+    from bayesrank.simulation.click import CascadeEnv
+
+    rng = np.random.default_rng(0)
+    env = CascadeEnv.from_features(rng.normal(size=(6, 2)), np.array([1.0, -0.5]), L=3)
+    log = br.ope.collect(env, br.ope.UniformLogger(6, 3), 200, seed=1)
+    assert log.attrs["feedback"] == "cascade" and "examined" in log
+    to_parquet(log, tmp_path / "c.parquet")
+    back = read_parquet(tmp_path / "c.parquet")
+    assert back.identical(log)
+    assert br.ope.as_log(br.ope.to_dataframe(log)).identical(log)
+    # a foreign table without NaN: every reward present, read as full feedback
+    full = br.ope.as_log(lists=np.tile([0, 1, 2], (4, 1)), rewards=np.ones((4, 3)),
+                         v0=np.zeros(1), K=6)
+    to_parquet(full, tmp_path / "f.parquet")
+    t = pq.read_table(tmp_path / "f.parquet").replace_schema_metadata(None)
+    pq.write_table(t, tmp_path / "foreign.parquet")
+    assert read_parquet(tmp_path / "foreign.parquet", K=6).attrs["feedback"] == "full"
+    # a cascade log's table without its metadata and mask: the reader declares it
+    t = pq.read_table(tmp_path / "c.parquet").replace_schema_metadata(None).drop(
+        ["examined"])
+    pq.write_table(t, tmp_path / "bare.parquet")
+    again = read_parquet(tmp_path / "bare.parquet", K=6, feedback="cascade")
+    np.testing.assert_array_equal(again["examined"].values, log["examined"].values)
+    with pytest.raises(ValueError, match="^feedback: expected one of"):
+        read_parquet(tmp_path / "bare.parquet", K=6, feedback="mar")

@@ -82,7 +82,8 @@ def test_a_failed_overwrite_leaves_the_old_file_intact(log, written, tmp_path,
 
 def test_the_file_carries_its_digest_columns_and_rounds(log, written):
     meta = json.loads(pq.read_table(written).schema.metadata[_META])
-    assert meta["format"] == pqmod.FORMAT == 2
+    assert meta["format"] == pqmod.FORMAT == 3
+    assert meta["feedback"] is None  # the log declares none: NaN missing at random
     assert meta["rounds"] == 60 and meta["positions"] == 3 and meta["K"] == 6
     assert meta["columns"] == pq.read_table(written).column_names
     assert len(meta["digest"]) == 64
@@ -242,4 +243,8 @@ def test_format_1_files_read_without_the_new_checks(log, written, tmp_path):
     meta = {k: v for k, v in _meta(t).items() if k in ("K", "items")}
     path = tmp_path / "old.parquet"
     _rewrite(path, t, {"format": 1, **meta})
-    assert read_parquet(path).identical(log)
+    # a file of before format 3 with NaN rewards declares no feedback: refused, unless
+    # the reader says how to read the NaN
+    with pytest.raises(ValueError, match="declares no feedback model"):
+        read_parquet(path)
+    assert read_parquet(path, feedback="undeclared").identical(log)
