@@ -53,7 +53,9 @@ _PSCORES = {
 _REQUIRED = ("n_rounds", "n_unique_action", "slate_id", "position", "action", "reward")
 _OPTIONAL = ("context", "action_context", "expected_reward_factual", *_PSCORES)
 #: Keys obp does not have, written by :func:`to_obp` so that a log round-trips.
-_EXTRA = ("v0", "pscore_pair")
+_EXTRA = ("v0", "pscore_pair", "feedback", "examined")
+#: What a log without a declared feedback model writes as ``feedback`` (obp drops None).
+UNDECLARED = "undeclared"
 
 #: Every key :func:`from_obp` reads (obp's, then bayesrank's two extras); it ignores
 #: any other (listed in the log's attribute ``ignored_keys``).
@@ -138,7 +140,7 @@ def _grid(slate, pos):
     return ids, n, L, np.argsort(cell, kind="stable")
 
 
-def from_obp(bandit_feedback) -> xr.Dataset:
+def from_obp(bandit_feedback, *, feedback=None) -> xr.Dataset:
     """A checked bayesrank log (:mod:`bayesrank.ope`) from obp's slate
     ``bandit_feedback``.
 
@@ -175,6 +177,14 @@ def from_obp(bandit_feedback) -> xr.Dataset:
     ``pscore``, and its ``pscore_item_position`` (and ``pscore_pair``) are at least
     that. Nothing a key names is imported or called.
 
+    **What was examined.** obp's slates record every position's reward. The keys
+    ``feedback`` and ``examined`` (rows,), written by :func:`to_obp` for a log whose
+    feedback is not ``"full"``, carry its declared model and mask. Without them every
+    reward present reads as ``feedback="full"``; a NaN reward is refused unless
+    ``feedback=`` says how to read it (``"cascade"``, ``"pbm"``, or ``"undeclared"``:
+    missing at random), because an unexamined position and a missing record are
+    estimated differently.
+
     Keys it does not read are ignored, as obp's own estimators ignore what they do
     not need (obp's dicts carry e.g. ``len_list`` or the evaluation policy's
     propensities): the log's attribute ``ignored_keys`` lists them (a string, the
@@ -187,8 +197,11 @@ def from_obp(bandit_feedback) -> xr.Dataset:
             ``n_unique_action``, ``slate_id``, ``position``, ``action``, ``reward``,
             and optionally ``pscore``, ``pscore_item_position``, ``pscore_cascade``,
             ``context``, ``action_context``, ``expected_reward_factual``, ``v0`` and
-            ``pscore_pair`` (``bayesrank.ope.formats.obp.OBP_KEYS``); any other key is
-            ignored.
+            ``pscore_pair``, ``feedback``, ``examined``
+            (``bayesrank.ope.formats.obp.OBP_KEYS``); any other key is ignored.
+        feedback: for a dict without a ``feedback`` key: ``"full"``, ``"cascade"``,
+            ``"pbm"`` or ``"undeclared"`` (see above); None: ``"full"``, refused
+            where a reward is NaN.
 
     Returns:
         The log Dataset, with ``K`` = ``n_unique_action``, ``items`` from
@@ -296,7 +309,30 @@ def from_obp(bandit_feedback) -> xr.Dataset:
     refuse_pscore_contradictions(
         args, *pscore_tolerance([np.asarray(bf[k]).dtype for k in pscores], L),
         name=lambda var: _key(_PSCORE_KEY[var]), row=lambda i: f"slate {ids[i]}")
-    log = as_log(grid(action), grid(reward), v0, **args, K=K, items=items)
+    if feedback is not None and feedback not in ("full", "cascade", "pbm", UNDECLARED):
+        raise ValueError(f"feedback: expected one of 'full', 'cascade', 'pbm', "
+                         f"{UNDECLARED!r} or None, got {feedback!r}")
+    examined = None
+    if "feedback" in bf or "examined" in bf:
+        fb = bf.get("feedback")
+        if fb is not None and not isinstance(fb, str):
+            raise TypeError(f"{_key('feedback')}: expected a string, got "
+                            f"{type(fb).__name__}")
+        fb = None if fb == UNDECLARED else fb
+        if "examined" in bf:
+            examined = grid(_rows(bf, "examined", m, "biu"))
+    elif feedback is not None:
+        fb = None if feedback == UNDECLARED else feedback
+    elif np.isnan(grid(reward)).any():
+        raise ValueError(
+            f"{_key('reward')}: NaN (positions not observed) and no feedback model "
+            "declared, so an unexamined position cannot be told from a missing record: "
+            "pass feedback='cascade' (examined down to the first click), 'pbm', or "
+            f"{UNDECLARED!r} (NaN as missing at random)")
+    else:
+        fb = "full"
+    log = as_log(grid(action), grid(reward), v0, **args, K=K, items=items,
+                 examined=examined, feedback=fb)
     if context is not None and not ("v0" in bf and np.array_equal(context, v0)):
         log["context"] = (("round", "context_dim"), context)
     if erf is not None:
@@ -418,4 +454,8 @@ def to_obp(log) -> dict:
         out["v0"] = v0
     if "pscore_pair" in log:
         out["pscore_pair"] = log["pscore_pair"].values.astype(float).ravel()
+    if log.attrs.get("feedback") != "full":  # what obp's dicts do not say
+        out["feedback"] = log.attrs.get("feedback", UNDECLARED)
+        if "examined" in log:
+            out["examined"] = log["examined"].values.astype(np.int64).ravel()
     return out

@@ -135,7 +135,7 @@ def test_obp_propensities_by_enumeration_are_the_loggers(collected):
     np.testing.assert_allclose(got.pscore_cascade.values, want["pscore_cascade"],
                                rtol=0, atol=1e-15)
     assert "pscore_pair" not in got  # obp has no pair propensity
-    assert got.attrs == {"K": K}
+    assert got.attrs == {"K": K, "feedback": "full"}  # every reward there
     np.testing.assert_array_equal(got["items"].values, np.eye(K))
     np.testing.assert_array_equal(got.v0.values, np.zeros((len(lists), K)))
     check_log(got)
@@ -194,7 +194,8 @@ def test_to_obp_writes_obps_layout(collected):
     assert list(bf) == ["n_rounds", "n_unique_action", "slate_id", "context",
                         "action_context", "action", "position", "reward",
                         "pscore_cascade", "pscore", "pscore_item_position", "v0",
-                        "pscore_pair"]
+                        "pscore_pair"] + (["feedback"] if "feedback" not in log.attrs
+                                          else [])
     assert bf["n_rounds"] == n and bf["n_unique_action"] == K
     assert type(bf["n_rounds"]) is int and type(bf["n_unique_action"]) is int
     np.testing.assert_array_equal(bf["slate_id"], [t for t, _ in rows])
@@ -268,7 +269,8 @@ def test_the_optional_keys_are_optional():
     core = {k: bf[k] for k in ("n_rounds", "n_unique_action", "slate_id", "position",
                                "action", "reward")}
     log = from_obp(core)
-    assert set(log.data_vars) == {"lists", "rewards", "v0"}
+    assert set(log.data_vars) == {"lists", "rewards", "v0", "examined"}
+    assert log.attrs["feedback"] == "full" and log["examined"].values.all()
     np.testing.assert_array_equal(log.v0.values, np.zeros((6, 1)))
     # obp always has a context: without one, to_obp writes v0 (and v0 itself)
     back = to_obp(log)
@@ -291,10 +293,16 @@ def test_ragged_slates_are_refused():
 def test_a_padded_row_with_a_nan_reward_is_not_observed():
     bf = _hand_obp()
     bf["reward"][2 * L + L - 1] = np.nan  # slate 2, last position: shown, not observed
-    log = from_obp(bf)
+    with pytest.raises(ValueError, match=r"^bandit_feedback\['reward'\]: NaN .* no "
+                       "feedback model declared"):
+        from_obp(bf)
+    with pytest.raises(ValueError, match="^feedback: expected one of"):
+        from_obp(bf, feedback="missing")
+    log = from_obp(bf, feedback="undeclared")
     assert np.isnan(log.rewards.values[2, L - 1])
-    assert np.isnan(log.rewards.values).sum() == 1
-    _assert_same_dict(to_obp(log), bf)
+    assert np.isnan(log.rewards.values).sum() == 1 and "feedback" not in log.attrs
+    _assert_same_dict(to_obp(log), {**bf, "feedback": "undeclared"})
+    assert from_obp(to_obp(log)).identical(log)
 
 
 # --------------------------------------------------------------- bad inputs
@@ -515,3 +523,14 @@ def test_evaluate_on_a_from_obp_log_is_evaluate_on_the_log(env, self_normalised)
     assert float(want.estimate.sel(estimator="list_ips")) != 0.0
     for v in ("estimate", "stderr"):
         np.testing.assert_array_equal(got[v].values, want[v].values)
+
+
+def test_a_cascade_click_log_round_trips_with_what_was_examined():
+    from bayesrank.simulation.click import CascadeEnv
+
+    rng = np.random.default_rng(0)
+    env = CascadeEnv.from_features(rng.normal(size=(6, 2)), np.array([1.0, -0.5]), L=3)
+    log = br.ope.collect(env, br.ope.UniformLogger(6, 3), 50, seed=1)
+    bf = to_obp(log)
+    assert bf["feedback"] == "cascade" and bf["examined"].shape == (150,)
+    assert from_obp(bf).identical(log)
