@@ -17,7 +17,7 @@ __all__ = ["PER_POSITION", "columns_to_arrays"]
 
 PER_POSITION = [v for v, dims in PSCORE_VARS.items() if dims == ("round", "position")]
 _REQUIRED = ("round", "position", "item", "reward")
-#: optional per-position column: whether the position was examined (0/1 or bool)
+#: the optional per-position column saying whether the position was examined
 _EXAMINED = "examined"
 _INTEGER = ("round", "position", "item")
 _V0 = re.compile(r"v0_(0|[1-9][0-9]*)")

@@ -175,7 +175,7 @@ class ScaleHolder(Part):
     scale_model: Any = None
     #: The parts a config may name (its ``class``), looked up here, never imported.
     PARTS: dict = {}
-    #: The config ``class`` rebuilt through the constructor, not a part (None: none).
+    #: The config ``class`` rebuilt through the constructor, not a part (None for none).
     CONSTRUCTED: str | None = None
 
     @classmethod

@@ -363,5 +363,5 @@ class GaussianLinear(ScaleHolder):
     #: The parts a config may name (its ``class``), looked up here, never imported.
     PARTS: dict = {"GaussianLinear": FixedScaleLinear,
                    "LearntScaleLinear": LearntScaleLinear}
-    #: "GaussianLinear" configs go through the constructor: a scale left out is learnt
+    #: "GaussianLinear" configs go through the constructor (a scale left out is learnt)
     CONSTRUCTED = "GaussianLinear"
