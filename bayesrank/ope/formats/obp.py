@@ -1,3 +1,5 @@
+# Over 450 lines because: one format, obp's slate feedback, read and written; most of it
+# is the reading's check of every key (the refusals a file or dict must meet).
 """Open Bandit Pipeline (obp) slate logs in and out: :func:`from_obp`, :func:`to_obp`.
 
 obp (0.5.x) keeps a slate log as a dict of long-format rows, one per (slate, position),
