@@ -80,20 +80,15 @@ def _clicks(log, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _tables(lists, clicks, K: int, weights=None) -> tuple[np.ndarray, np.ndarray]:
-    """Shows N (..., K, L) and clicks C (..., K, L); ``weights`` (B, n) gives B tables."""
+    """Shows N (K, L) and clicks C (K, L), each row counted ``weights`` (n,) times
+    (None: once)."""
     n, L = lists.shape
     cell = (lists * L + np.arange(L)).ravel()
-    if weights is None:
-        N = np.bincount(cell, minlength=K * L).reshape(K, L).astype(float)
-        C = np.bincount(cell, weights=clicks.ravel(), minlength=K * L).reshape(K, L)
-        return N, C
-    out_n, out_c = [], []
-    for w in weights:
-        wl = np.repeat(w, L)
-        out_n.append(np.bincount(cell, weights=wl, minlength=K * L).reshape(K, L))
-        out_c.append(np.bincount(cell, weights=wl * clicks.ravel(),
-                                 minlength=K * L).reshape(K, L))
-    return np.stack(out_n), np.stack(out_c)
+    w = None if weights is None else np.repeat(weights, L)
+    N = np.bincount(cell, weights=w, minlength=K * L).reshape(K, L).astype(float)
+    cw = clicks.ravel() if w is None else w * clicks.ravel()
+    C = np.bincount(cell, weights=cw, minlength=K * L).reshape(K, L)
+    return N, C
 
 
 # --------------------------------------------------------------------- EM
@@ -257,8 +252,8 @@ def position_bias(logs, *, method: str = "em", level: float = 0.9, n_boot: int =
         theta, gamma = _em(N, C, max_iter=max_iter, tol=tol)
         boots = []
         for _ in range(n_boot):
-            Nb, Cb = _tables(lists, clicks, K, rng.poisson(1.0, (1, lists.shape[0])))
-            boots.append(_em(Nb[0], Cb[0], theta.copy(), np.nan_to_num(gamma, nan=0.5),
+            Nb, Cb = _tables(lists, clicks, K, rng.poisson(1.0, lists.shape[0]))
+            boots.append(_em(Nb, Cb, theta.copy(), np.nan_to_num(gamma, nan=0.5),
                              max_iter=max_iter, tol=tol)[0])
         attraction = gamma
     else:
@@ -277,8 +272,7 @@ def position_bias(logs, *, method: str = "em", level: float = 0.9, n_boot: int =
                 "shown there by one ranker and at position 1 by another")
         boots = []
         for _ in range(n_boot):
-            tb = [tuple(t[0] for t in _tables(lists, clicks, K,
-                                               rng.poisson(1.0, (1, lists.shape[0]))))
+            tb = [_tables(lists, clicks, K, rng.poisson(1.0, lists.shape[0]))
                   for lists, clicks in data]
             boots.append(_harvest(tb)[0])
         attraction = None
