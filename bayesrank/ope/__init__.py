@@ -62,7 +62,7 @@ from bayesrank.ope._common import Estimate
 from bayesrank.ope.direct import RewardModel, dm, fit_reward_model
 from bayesrank.ope.registry import DEFAULT_ESTIMATORS, ESTIMATORS, MODEL_ESTIMATORS
 from bayesrank.ope.protocol import Estimator, EstimatorInputs
-from bayesrank.ope.ips import cascade_ips, list_ips, pair_dr, pair_ips, position_ips
+from bayesrank.ope.ips import cascade_dr, cascade_ips, list_ips, pair_dr, pair_ips, position_ips
 from bayesrank.ope.evaluation import evaluate
 from bayesrank.ope.formats.frame import to_dataframe
 from bayesrank.ope.log import as_log, check_log
@@ -97,6 +97,7 @@ __all__ = [
     "TargetProbabilities",
     "UniformLogger",
     "as_log",
+    "cascade_dr",
     "cascade_ips",
     "check_log",
     "collect",

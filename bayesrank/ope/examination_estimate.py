@@ -250,11 +250,14 @@ def position_bias(logs, *, method: str = "em", level: float = 0.9, n_boot: int =
                 "moves items between positions (epsilon-greedy, Thompson sampling), "
                 "or give logs of two rankers to method='harvest'")
         theta, gamma = _em(N, C, max_iter=max_iter, tol=tol)
+        # warm starts on EM's own scale (examinations at most 1): theta / theta_1 is
+        # above 1 where a lower position reads as more examined than the top
+        top = float(theta.max())
+        t0, g0 = theta / top, np.clip(np.nan_to_num(gamma, nan=0.5) * top, 1e-9, 1.0)
         boots = []
         for _ in range(n_boot):
             Nb, Cb = _tables(lists, clicks, K, rng.poisson(1.0, lists.shape[0]))
-            boots.append(_em(Nb, Cb, theta.copy(), np.nan_to_num(gamma, nan=0.5),
-                             max_iter=max_iter, tol=tol)[0])
+            boots.append(_em(Nb, Cb, t0, g0, max_iter=max_iter, tol=tol)[0])
         attraction = gamma
     else:
         if len(data) < 2:

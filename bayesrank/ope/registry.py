@@ -10,7 +10,7 @@ runs without registration.
 Example:
     >>> from bayesrank.ope.registry import ESTIMATORS, MODEL_ESTIMATORS
     >>> ESTIMATORS["pair_ips"].needs, MODEL_ESTIMATORS
-    (('pair',), ('dm', 'pair_dr'))
+    (('pair',), ('dm', 'pair_dr', 'cascade_dr'))
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from bayesrank.ope.direct import dm_bootstrap, dm_estimate
 from bayesrank.ope.ips import (
     _dr_parts,
     _dr_terms,
+    _cdr_terms,
     _ips_parts,
+    cascade_dr,
     cascade_ips,
     list_ips,
     pair_dr,
@@ -110,6 +112,29 @@ class _PairDR(Estimator):
         return f(counts @ M / inputs.n)
 
 
+class _CascadeDR(Estimator):
+    """:func:`cascade_dr` with the reward model's Q terms from the target's draws
+    (held fixed in the bootstrap, as pair_dr's)."""
+
+    name = "cascade_dr"
+    needs = ("prefix",)
+    needs_reward_model = True
+    self_normalisable = False
+
+    def _terms(self, inputs):
+        q_at, q_above = _model_of(inputs, self.name).cascade_terms()
+        return _cdr_terms(inputs.rewards, inputs.pi["prefix"], inputs.pscore["prefix"],
+                          q_at, q_above)
+
+    def estimate(self, inputs: EstimatorInputs) -> Estimate:
+        q_at, q_above = _model_of(inputs, self.name).cascade_terms()
+        return cascade_dr(inputs.rewards, inputs.pi["prefix"], inputs.pscore["prefix"],
+                          q_logged=q_at, q_expected=q_above)
+
+    def bootstrap(self, inputs: EstimatorInputs, counts) -> np.ndarray:
+        return counts @ self._terms(inputs).sum(axis=1) / inputs.n
+
+
 def _examined_scale(inputs):
     """The rewards and logged predictions pair_dr corrects with: as given, or under
     feedback "cascade" each examined position's scaled by E_target / E_logged (the
@@ -130,8 +155,8 @@ def _model_of(inputs, name):
 
 
 #: name -> :class:`Estimator`: the built-in estimators :func:`evaluate` accepts by
-#: name (each ``needs`` one event's probabilities; ``dm`` and ``pair_dr`` read the
-#: reward model, :data:`MODEL_ESTIMATORS`).
+#: name (each ``needs`` one event's probabilities; ``dm``, ``pair_dr`` and
+#: ``cascade_dr`` read the reward model, :data:`MODEL_ESTIMATORS`).
 ESTIMATORS = {
     "dm": _DirectMethod(),
     "list_ips": _IPSEstimator("list_ips", "list", list_ips),
@@ -139,10 +164,11 @@ ESTIMATORS = {
     "cascade_ips": _IPSEstimator("cascade_ips", "prefix", cascade_ips),
     "pair_ips": _IPSEstimator("pair_ips", "pair", pair_ips),
     "pair_dr": _PairDR(),
+    "cascade_dr": _CascadeDR(),
 }
 #: the estimators that fit the reward model (they need the item vectors)
 MODEL_ESTIMATORS = tuple(k for k, e in ESTIMATORS.items() if e.needs_reward_model)
-#: the default of :func:`evaluate`: every built-in estimator
+#: the default of :func:`evaluate`: every built-in estimator but ``cascade_dr`` (by name)
 DEFAULT_ESTIMATORS = ("dm", "list_ips", "position_ips", "cascade_ips", "pair_ips", "pair_dr")
 CI_METHODS = ("normal", "bootstrap")
 _ATTRS = ("name", "needs", "needs_reward_model", "estimate", "bootstrap")

@@ -1,6 +1,6 @@
 """The reward model :func:`bayesrank.ope.evaluate` gives the model-based estimators
-(``dm``, ``pair_dr``): a ridge regression of the log's rewards on the pair features
-(:mod:`.direct`), with its predictions of the logged lists (``q_logged``) and of the
+(``dm``, ``pair_dr``, ``cascade_dr``): a ridge regression of the log's rewards on the
+pair features (:mod:`.direct`), with its predictions of the logged lists (``q_logged``) and of the
 target's (``q_target``, per Monte Carlo batch too), and where its item vectors and
 context come from.
 
@@ -26,9 +26,14 @@ from bayesrank._validate import check_array
 from bayesrank.ope._common import Z95, Estimate, valid_items
 from bayesrank.ope.direct import aggregate, design, q_logged, solve, target_features
 from bayesrank.ope.examination import exam_value
-from bayesrank.ope.target import TargetDraws
+from bayesrank.ope.target import (
+    TargetDraws,
+    _frequencies,
+    n_batches_of,
+    probabilities_from_draws,
+)
 
-__all__ = ["fit_inputs_model"]
+__all__ = ["fit_inputs_model", "prefix_means"]
 
 
 def _items_for(log, target, items) -> np.ndarray:
@@ -58,6 +63,8 @@ class _Model:
     def __init__(self, lists, rewards, v0s, draws, items, ridge, B, context=None,
                  examined=None, feedback=None):
         self.exam = None
+        self._cache = {}  # shared with the batch copies: Cascade-DR's Q terms
+        self._args = (lists, draws, items, B, context)
         if feedback == "cascade" and context is not None:
             raise ValueError("context: dm and pair_dr under feedback 'cascade' do not take "
                              "a log's context (per-round features) yet")
@@ -87,6 +94,45 @@ class _Model:
             self.q_target, self.q_target_b = self.exam.q_target, self.exam.q_target_b
             self.batch_values = self.q_target_b.sum(axis=2).mean(axis=1)
 
+    def cascade_terms(self):
+        """``(q_logged, q_expected)`` (n, L) of
+        :func:`~bayesrank.ope.ips.cascade_dr`: the model's expected reward from
+        position l to the end (the examination part's E_l q_l summed under
+        feedback "cascade"), averaged over the target's draws that share the logged
+        a^1..a^l, and over those that share a^1..a^{l-1}; this Monte Carlo batch's
+        draws for a batch's model. Without a context each position's prediction is
+        clipped to the range of the rewards observed there (any Q keeps the
+        estimator unbiased; a linear model's extrapolation past the rewards only
+        adds variance). Computed once per model."""
+        if "cdr" not in self._cache:
+            lists, draws, items, B, context = self._args
+            d2 = 2 * items.shape[1]
+            if self.exam is not None:
+                eq = self.exam.eq
+            else:
+                X = _draw_features(draws.lists, draws.contexts, items)
+                eq = np.einsum("gmlp,lp->gml", X, self.coef[:, :d2])
+                if context is None:  # within the range of the rewards seen at l
+                    r = np.where(self.D.obs, self.D.r, np.nan)
+                    eq = np.clip(eq, np.nanmin(r, axis=0), np.nanmax(r, axis=0))
+            V = np.flip(np.cumsum(np.flip(eq, -1), axis=-1), -1)  # from l to the end
+            at, above, at_b, above_b = prefix_means(lists, draws, V, B)
+            if context is not None:  # the context's part of every draw's prediction
+                c = context @ self.coef[:, d2:].T  # (n, L)
+                c = np.flip(np.cumsum(np.flip(c, -1), axis=-1), -1)
+                pi = probabilities_from_draws(lists, draws, B)
+                seen = np.concatenate([np.ones((len(lists), 1)), pi[0]["cascade"]], 1)
+                seen_b = np.concatenate(
+                    [np.ones((B, len(lists), 1)), pi[1]["cascade"]], 2)
+                at, above = at + c * (seen[:, 1:] > 0), above + c * (seen[:, :-1] > 0)
+                at_b = at_b + c * (seen_b[..., 1:] > 0)
+                above_b = above_b + c * (seen_b[..., :-1] > 0)
+            self._cache["cdr"] = (at, above, at_b, above_b)
+        at, above, at_b, above_b = self._cache["cdr"]
+        if self.batch_of is None:
+            return at, above
+        return at_b[self.batch_of], above_b[self.batch_of]
+
     def batch(self, b: int) -> _Model:
         """The model with the target's features of Monte Carlo batch b."""
         out = copy.copy(self)
@@ -107,6 +153,55 @@ def fit_inputs_model(lists, rewards, v0s, draws: TargetDraws, items, ridge=1.0,
     (:class:`_Exam`); otherwise the model is as before."""
     return _Model(np.asarray(lists), np.asarray(rewards, float), np.asarray(v0s, float),
                   draws, items, ridge, n_batches, context, examined, feedback)
+
+
+def _conditional(total, prob):
+    """total / prob where prob > 0, else 0 (a prefix the target never shows)."""
+    return np.where(prob > 0, total / np.where(prob > 0, prob, 1.0), 0.0)
+
+
+def prefix_means(lists, draws: TargetDraws, values, n_batches: int = 10):
+    """The target's conditional means of per-draw values given each logged prefix,
+    the Q terms of Cascade-DR (:func:`~bayesrank.ope.ips.cascade_dr`).
+
+    Args:
+        lists: (n, L) the logged lists.
+        draws: the target's draws (:func:`~bayesrank.ope.target.draw_target`), (G, m, L).
+        values: (G, m, L) a value of each draw at each position (Cascade-DR: the
+            reward model's expected rewards from position l to the end).
+        n_batches: Monte Carlo batches (draw j in batch ``j % B``).
+
+    Returns:
+        ``(at, above, at_b, above_b)``: ``at`` (n, L) the mean of ``values[..., l]``
+        over the draws that share the logged a^1..a^l, ``above`` (n, L) over those
+        that share a^1..a^{l-1} (every draw at l = 0); 0 where no draw does. The
+        ``_b`` arrays (B, n, L) are the same per batch.
+
+    Example:
+        >>> import numpy as np
+        >>> draws = TargetDraws(np.zeros((1, 1)), np.zeros(1, np.int64),
+        ...                     np.array([[[0, 1], [0, 2], [1, 2]]]), False)
+        >>> at, above, _, _ = prefix_means(np.array([[0, 2]]), draws,
+        ...                                np.array([[[3., 1.], [5., 2.], [7., 4.]]]), 1)
+        >>> at.tolist(), above.tolist()  # draws 0, 1 share a^1 = 0; draw 1 a^2 = 2
+        ([[4.0, 2.0]], [[5.0, 1.5]])
+    """
+    lists = np.asarray(lists)
+    n, L = lists.shape
+    B = n_batches_of(draws, n_batches)
+    out = [np.zeros((n, L)), np.zeros((n, L)), np.zeros((B, n, L)), np.zeros((B, n, L))]
+    bid = np.arange(draws.lists.shape[1]) % B
+    for g, D in enumerate(draws.lists):
+        rows = np.flatnonzero(draws.inverse == g)
+        if rows.size == 0:
+            continue
+        for l in range(L):
+            for k, cols in ((0, list(range(l + 1))), (1, list(range(l)))):
+                p, p_b = _frequencies(D, lists[rows], cols, bid, B)
+                s, s_b = _frequencies(D, lists[rows], cols, bid, B, values[g, :, l])
+                out[k][rows, l] = _conditional(s, p)
+                out[k + 2][:, rows, l] = _conditional(s_b, p_b)
+    return tuple(out)
 
 
 def _draw_features(lists, contexts, items) -> np.ndarray:

@@ -266,9 +266,19 @@ def _event_columns(L: int):
         yield "cascade", l, list(range(l + 1))
 
 
-def _frequencies(draws, logged, cols, batch, B):
-    """P(event) of each logged row: over all draws (n_g,) and per batch (B, n_g)."""
+def _frequencies(draws, logged, cols, batch, B, weights=None):
+    """P(event) of each logged row: over all draws (n_g,) and per batch (B, n_g).
+
+    With ``weights`` (m,), the mean over the draws of ``weights`` times the event's
+    indicator instead (the event's probability times the weights' conditional mean);
+    ``cols`` empty is the sure event."""
     m = draws.shape[0]
+    if not cols:
+        sizes = np.bincount(batch, minlength=B)
+        w = np.ones(m) if weights is None else weights
+        per = np.bincount(batch, weights=w, minlength=B) / sizes
+        k = logged.shape[0]
+        return np.full(k, w.sum() / m), np.repeat(per[:, None], k, axis=1)
     keys = np.concatenate([draws[:, cols], logged[:, cols]])
     base = int(keys.max()) + 1
     if len(cols) * np.log2(max(base, 2)) < 62:  # rows as one int64 each: a fast 1-d unique
@@ -278,7 +288,8 @@ def _frequencies(draws, logged, cols, batch, B):
         _, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
     U = int(inv.max()) + 1
-    counts = np.bincount(batch * U + inv[:m], minlength=B * U).reshape(B, U)
+    counts = np.bincount(batch * U + inv[:m], weights=weights,
+                         minlength=B * U).reshape(B, U)
     sizes = np.bincount(batch, minlength=B)
     full = counts.sum(axis=0)[inv[m:]] / m
     per_batch = counts[:, inv[m:]] / sizes[:, None]

@@ -126,3 +126,21 @@ def test_a_bad_context_is_refused_naming_it(bad, exc):
         log["context"] = (bad, np.zeros((C, N)))
     with pytest.raises(exc, match="^context:"):
         evaluate(log, Fixed(), ["dm"])
+
+
+def test_cascade_dr_uses_the_context_as_sklearns_ridge():
+    """cascade_dr's Q_l for a fixed list: the Ridge predictions of the target's list
+    from l to the end in the round's context, where the logged prefix is the
+    target's (w = 0 elsewhere)."""
+    log = context_log(4)
+    res = evaluate(log, Fixed(), ["cascade_dr"])
+    _, q_target = sklearn_predictions(log, 1.0)
+    Q = np.cumsum(q_target[:, ::-1], axis=1)[:, ::-1]
+    lists, r = log["lists"].values, log["rewards"].values
+    match = np.cumprod(lists == TARGET, axis=1)
+    above = np.c_[np.ones(N), match[:, :-1]]
+    ps = log["pscore_cascade"].values
+    w, w_above = match / ps, above / np.c_[np.ones(N), ps[:, :-1]]
+    terms = (w * (r - match * Q) + w_above * above * Q).sum(axis=1)
+    assert float(res.estimate.sel(estimator="cascade_dr")) == pytest.approx(
+        terms.mean(), rel=1e-9)

@@ -22,6 +22,7 @@ from bayesrank.ope import (
     SoftmaxLogger,
     UniformLogger,
     as_log,
+    cascade_dr,
     cascade_ips,
     collect,
     dm,
@@ -194,15 +195,18 @@ def _ips_args(fn, field, value):
 
 
 def _call(fn, r, pi, ps, **kw):
+    q = np.zeros((N, L))
     if fn is pair_dr:
-        q = np.zeros((N, L))
         return pair_dr(r, pi, ps, q_logged=q, q_target=q, **kw)
+    if fn is cascade_dr:  # no self-normalised variant
+        return cascade_dr(r, pi, ps, q_logged=q, q_expected=q, **kw)
     return fn(r, pi, ps, **kw)
 
 
 ARRAY_FNS = {"list_ips": (list_ips, "list"), "position_ips": (position_ips, "position"),
              "cascade_ips": (cascade_ips, "cascade"), "pair_ips": (pair_ips, "pair"),
-             "pair_dr": (pair_dr, "pair")}
+             "pair_dr": (pair_dr, "pair"), "cascade_dr": (cascade_dr, "cascade")}
+SN_FNS = [k for k in ARRAY_FNS if k != "cascade_dr"]
 
 BAD_ARRAYS = [
     ("pscore", 1.5, ValueError),  # was accepted: a weight of 1/3
@@ -229,7 +233,7 @@ def test_array_estimators_refuse_bad_values(name, field, value, exc):
     _raises(exc, label, lambda: _call(fn, r, pi, ps))
 
 
-@pytest.mark.parametrize("name", list(ARRAY_FNS))
+@pytest.mark.parametrize("name", SN_FNS)
 @pytest.mark.parametrize("flag", ["no", 1, None, np.float64(1.0)])
 def test_array_estimators_require_a_bool_self_normalised(name, flag):
     fn, _ = ARRAY_FNS[name]
@@ -244,8 +248,28 @@ def test_array_estimators_still_take_good_values(name):
     r, pi, ps = _ips_args(fn, None, None)
     r[0, 0] = np.nan
     pi[0], ps[1], pi[2] = 0.0, 1.0, 1.0
+    if name == "cascade_dr":
+        assert np.isfinite(_call(fn, r, pi, ps).estimate)
+        return
     for sn in (False, True, np.bool_(True)):
         assert np.isfinite(_call(fn, r, pi, ps, self_normalised=sn).estimate)
+
+
+BAD_Q = [(np.nan, (N, L), ValueError), (np.inf, (N, L), ValueError),
+         (0.0, (N, L + 1), ValueError), ("a", (N, L), TypeError)]
+
+
+@pytest.mark.parametrize("fn, names", [(pair_dr, ("q_logged", "q_target")),
+                                       (cascade_dr, ("q_logged", "q_expected"))],
+                         ids=["pair_dr", "cascade_dr"])
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("value, shape, exc", BAD_Q, ids=["nan", "inf", "shape", "str"])
+def test_doubly_robust_estimators_refuse_bad_predictions(fn, names, which, value, shape,
+                                                         exc):
+    r, pi, ps = np.ones((N, L)), np.full((N, L), 0.5), np.full((N, L), 0.5)
+    q = {k: np.zeros((N, L)) for k in names}
+    q[names[which]] = np.full(shape, value, dtype=np.asarray(value).dtype)
+    _raises(exc, names[which], lambda: fn(r, pi, ps, **q))
 
 
 @pytest.mark.parametrize("fn", [dm, fit_reward_model], ids=["dm", "fit_reward_model"])

@@ -1,3 +1,5 @@
+# Over 450 lines because: one sub-study whole: its environments, loggers, exact truths
+# (clicks, IPS limits, examination) and the grid that runs every estimator on them.
 """``bayesrank study ope --click-models``: the estimators' bias when the world is a
 click model, not Eq. 1.
 
@@ -48,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesrank._validate import check_int, check_real
-from bayesrank.ope import UniformLogger
+from bayesrank.ope import UniformLogger, as_log, position_bias
 from bayesrank.ope.examination import valid_examination
 from bayesrank.ope.loggers import env_feedback
 from bayesrank.simulation import CascadeEnv, DBNEnv, DCMEnv, PBMEnv
@@ -82,6 +84,7 @@ __all__ = [
     "observed_click_means",
     "run_click_grid",
     "run_click_study",
+    "true_examination",
 ]
 
 #: the IPS estimators whose exact expectation is computed by enumeration
@@ -326,11 +329,40 @@ def _examination(env, rewards) -> dict:
     return {"examined": ex, "feedback": kind}
 
 
+def true_examination(env, L: int) -> np.ndarray:
+    """(L,) the probability of examining each position relative to the top, for the
+    environments whose logs record every position: the PBM's examination / its
+    first; 1 for Eq. 1 with full feedback; NaN for the others (examination depends
+    on the clicks above).
+
+    Example:
+        >>> true_examination(build_click_env("pbm", CLICK_QUICK), 4).round(3).tolist()
+        [1.0, 0.5, 0.333, 0.25]
+    """
+    if isinstance(env, PBMEnv):
+        e = np.asarray(env.examination, float)
+        return e / e[0]
+    if isinstance(env, RankingEnv) and env.feedback == "full":
+        return np.ones(L)
+    return np.full(L, np.nan)
+
+
+def _examination_estimate(lists, rewards, feedback, K, seed) -> np.ndarray:
+    """(L, 3) position_bias's EM estimate, ci_low, ci_high (90 %) on one log."""
+    log = as_log(lists, rewards, np.zeros(1), K=K, feedback=feedback)
+    est = position_bias(log, method="em", n_boot=100, seed=seed)
+    return np.stack([est[v].values for v in ("examination", "ci_low", "ci_high")], 1)
+
+
 def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = True):
     """The sub-study's results as an ``xarray.Dataset`` (see the module docstring):
     per-log ``estimate``, ``stderr``, ``ci_low``, ``ci_high`` over (env, logger, n,
     log, estimator); ``click_truth`` and ``value`` (env); ``ips_limit`` (env,
-    logger, ips); ``target_list`` (env, position)."""
+    logger, ips); ``target_list`` (env, position); ``exam_estimate``,
+    ``exam_low``, ``exam_high`` (env, logger, n, position): position bias by
+    regression EM (:func:`bayesrank.ope.position_bias`, 90 % bootstrap interval)
+    on the first log of each cell whose feedback records every position (NaN for
+    the others), and ``exam_true`` (env, position) (:func:`true_examination`)."""
     import xarray as xr
 
     variants = estimator_variants()
@@ -339,6 +371,8 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
     click_truth, value = np.full(E, np.nan), np.full(E, np.nan)
     limit = np.full((E, G, len(IPS)), np.nan)
     targets = np.zeros((E, cfg.L), np.int64)
+    exam = np.full((E, G, N, cfg.L, 3), np.nan)
+    exam_true = np.full((E, cfg.L), np.nan)
     bar = _progress(E * G * cfg.logs * sum(cfg.n), progress)
     loggers = [build_click_logger(g, cfg) for g in cfg.loggers]
     for a, name in enumerate(cfg.envs):
@@ -348,6 +382,7 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
         click_truth[a] = float(observed_click_means(env, target).sum())
         value[a] = float(env.expected_reward(target))
         items, v0 = np.asarray(env.items, float), np.asarray(env.v0, float)
+        exam_true[a] = true_examination(env, cfg.L)
         for b, (gname, logger) in enumerate(zip(cfg.loggers, loggers)):
             lim = ips_limits(env, logger, target)
             limit[a, b] = [lim[k] for k in IPS]
@@ -359,10 +394,14 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
                 logs = simulate_logs(env, logger, n, cfg.logs,
                                      cell_seed(seed, cfg.K, cfg.L, gname, n))
                 for j, (lists, rewards, ps) in enumerate(logs):
+                    examination = _examination(env, rewards)
                     est[a, b, c, j, use] = log_estimates(
                         lists, rewards, ps, target, [variants[i] for i in use],
-                        K=cfg.K, v0=v0, items=items,
-                        examination=_examination(env, rewards))
+                        K=cfg.K, v0=v0, items=items, examination=examination)
+                    if j == 0 and np.isfinite(exam_true[a]).all():
+                        exam[a, b, c] = _examination_estimate(
+                            lists, rewards, examination["feedback"], cfg.K,
+                            cell_seed(seed, cfg.K, cfg.L, gname, n))
                     if bar is not None:
                         bar.update(n)
     if bar is not None:
@@ -373,6 +412,9 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
     data["value"] = (("env",), value)
     data["ips_limit"] = (("env", "logger", "ips"), limit)
     data["target_list"] = (("env", "position"), targets)
+    for i, v in enumerate(("exam_estimate", "exam_low", "exam_high")):
+        data[v] = (("env", "logger", "n", "position"), exam[..., i])
+    data["exam_true"] = (("env", "position"), exam_true)
     return xr.Dataset(data, coords={
         "env": list(cfg.envs), "logger": list(cfg.loggers), "n": list(cfg.n),
         "log": np.arange(cfg.logs), "estimator": [v.label for v in variants],

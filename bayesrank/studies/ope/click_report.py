@@ -15,7 +15,8 @@ import numpy as np
 
 from bayesrank.studies.ope.summary import _colour, _stats, fmt, fmt_cov
 
-__all__ = ["at_largest_n", "figure", "pct", "report", "summarise"]
+__all__ = ["FEEDBACK_OF", "at_largest_n", "common_n", "figure", "pct", "report",
+           "summarise", "which_estimator"]
 
 
 def pct(x: float) -> str:
@@ -184,6 +185,100 @@ def _headline(res, p) -> list[str]:
     return out
 
 
+#: the feedback each environment's log declares (what a user of the log knows)
+FEEDBACK_OF = {"eq1": "full", "eq1_cascade": "cascade", "pbm": "pbm", "cascade": "cascade",
+               "dcm": "cascade", "dbn": "cascade"}
+
+
+def _unbiased(sel) -> bool:
+    """Within 2 % of the expected clicks, or within 3 Monte Carlo stderr."""
+    rel, bias, se = (float(sel[v]) for v in ("rel_bias", "bias", "bias_se"))
+    return bool(abs(rel) <= 0.02 or (se > 0 and abs(bias) <= 3 * se))
+
+
+def common_n(s) -> int:
+    """The largest n at which every estimator ran (the model-based ones stop at
+    ``model_max_n``)."""
+    ran = s["bias"].notnull().all(("env", "logger", "estimator")).values
+    return int(s["n"].values[ran].max())
+
+
+def which_estimator(res, s) -> list[tuple]:
+    """Per feedback model, at :func:`common_n`: ``(feedback, envs, [(estimator, mean
+    relative RMSE)] of the estimators unbiased (:func:`_unbiased`) in each of its
+    environments under every logger, best first)``."""
+    envs = [str(e) for e in res["env"].values]
+    truth = res["click_truth"]
+    p = s.sel(n=common_n(s))
+    out = []
+    for fb in ("full", "pbm", "cascade"):
+        group = [e for e in envs if FEEDBACK_OF.get(e) == fb]
+        if not group:
+            continue
+        ok = []
+        for lab in p["estimator"].values:
+            cells = [p.sel(env=e, logger=g, estimator=lab) for e in group
+                     for g in res["logger"].values]
+            if all(np.isfinite(float(c["bias"])) and _unbiased(c) for c in cells):
+                rmse = np.mean([float(c["rmse"]) / float(truth.sel(env=str(c["env"].values)))
+                                for c in cells])
+                ok.append((str(lab), float(rmse)))
+        out.append((fb, group, sorted(ok, key=lambda t: t[1])))
+    return out
+
+
+def _which_table(res, s) -> list[str]:
+    out = ["| feedback | environments | unbiased (mean RMSE, % of the expected clicks; "
+           "best first) |", "|---|---|---|"]
+    for fb, group, ok in which_estimator(res, s):
+        cells = ", ".join(f"{'**' if i == 0 else ''}{lab}{'**' if i == 0 else ''} "
+                          f"({100 * r:.1f})" for i, (lab, r) in enumerate(ok))
+        out.append(_row([f"`{fb}`", ", ".join(group), cells or "none"]))
+    return out
+
+
+def _dr_against_ips(res, s) -> list[str]:
+    """cascade_dr's spread over the logs and RMSE against cascade IPS's, per cell, at
+    :func:`common_n`."""
+    if not {"cascade_dr", "cascade_ips"} <= set(map(str, s["estimator"].values)):
+        return []
+    p = s.sel(n=common_n(s))
+    envs = [str(e) for e in res["env"].values]
+    out = [_row(["logger", *envs]), "|" + "---|" * (len(envs) + 1)]
+    for g in res["logger"].values:
+        cells = []
+        for e in envs:
+            dr, ips = (p.sel(env=e, logger=g, estimator=k) for k in ("cascade_dr",
+                                                                     "cascade_ips"))
+            cells.append(f"{float(dr['sd']) / float(ips['sd']):.2f} / "
+                         f"{float(dr['rmse']) / float(ips['rmse']):.2f}")
+        out.append(_row([str(g), *cells]))
+    return out
+
+
+def _exam_table(res) -> list[str]:
+    envs = [str(e) for e in res["env"].values
+            if np.isfinite(res["exam_true"].sel(env=e).values).all()]
+    if not envs:
+        return ["No environment of this run records every position."]
+    n = int(res["n"].values[-1])
+    out = ["| env | logger | true examination | estimate [90 % interval] | "
+           "largest error | covered |", "|---|---|---|---|---|---|"]
+    for e in envs:
+        true = res["exam_true"].sel(env=e).values
+        for g in res["logger"].values:
+            sel = res.sel(env=e, logger=g, n=n)
+            est, lo, hi = (sel[v].values for v in ("exam_estimate", "exam_low",
+                                                    "exam_high"))
+            cells = ", ".join(f"{x:.3f} [{a:.3f}, {b:.3f}]" for x, a, b in
+                              zip(est[1:], lo[1:], hi[1:]))
+            cover = int(((lo[1:] <= true[1:]) & (true[1:] <= hi[1:])).sum())
+            out.append(_row([e, str(g), ", ".join(f"{t:.3f}" for t in true[1:]), cells,
+                             f"{np.abs(est - true).max():.3f}",
+                             f"{cover} of {len(true) - 1}"]))
+    return out
+
+
 def report(res) -> str:
     """The sub-study's markdown report."""
     cfg = json.loads(res.attrs["config"])
@@ -195,7 +290,7 @@ def report(res) -> str:
         "# OPE under click models: which estimator is biased where?", "",
         f"Generated by `bayesrank study ope --click-models` (K = {cfg['K']}, L = "
         f"{cfg['L']}, {cfg['logs']} logs per cell, n = "
-        f"{', '.join(f'{n:,}' for n in cfg['n'])}; dm and pair_dr up to n = "
+        f"{', '.join(f'{n:,}' for n in cfg['n'])}; dm, pair_dr and cascade_dr up to n = "
         f"{cfg['model_max_n']:,}; {minutes:.1f} min wall). Every environment "
         "shares the items of `RankingEnv.paper(seed="
         f"{cfg['env_seed']})` and the attraction sigmoid(<theta_c, v_j>); the "
@@ -208,6 +303,22 @@ def report(res) -> str:
         "", *(f"- **{k}**: {v}" for k, v in loggers.items()), "",
         "## Findings", "", *_headline(res, p), "",
         "![bias per estimator per environment](bias.png)", "",
+        "## Which estimator under which feedback", "",
+        "The estimators whose measured bias is within 2 % of the expected clicks or "
+        "within 3 Monte Carlo stderr in every environment of that feedback under "
+        f"both loggers, at n = {common_n(s):,} (where every estimator ran), by mean "
+        "RMSE (first: the lowest):", "", *_which_table(res, s), "",
+        "cascade_dr against cascade IPS at the same n: sd over the logs / RMSE, "
+        "ratios (below 1: cascade_dr is the tighter):", "", *_dr_against_ips(res, s),
+        "",
+        "## Position bias estimated from the logs", "",
+        "`br.ope.position_bias(log)` (regression EM, 100 bootstrap resamples) on the "
+        f"first log of each cell at n = {int(res['n'].values[-1]):,}, for the "
+        "environments whose log records every position (under a cascade the "
+        "positions below the stop are not recorded and the estimator refuses the "
+        "log). Positions 2 on (position 1 is 1 by definition); Eq. 1 is not a "
+        "PBM (a click depends on the item above too), so its row shows what the "
+        "misspecified model reads:", "", *_exam_table(res), "",
     ]
     for g in res["logger"].values:
         lines += [f"### {g} logger", "",

@@ -17,6 +17,7 @@ from bayesrank.cli import main
 from bayesrank.studies.ope import click
 from bayesrank.studies.ope import click_report
 from bayesrank.studies.ope import config as ope_config
+from bayesrank.studies.ope.study import cell_seed, simulate_logs
 
 #: tiny: K^L = 64 lists, a few short logs
 TINY = click.ClickStudyConfig(K=4, L=3, n=(200, 400), logs=3, model_max_n=200)
@@ -253,6 +254,49 @@ def test_summary_equals_recomputation_against_brute_force_truth(res, run_dir):
     lim = res["ips_limit"].sel(env="cascade", logger="uniform", ips="pair_ips")
     truth = float(res["click_truth"].sel(env="cascade"))
     assert click_report.pct(float((lim - truth) / truth)) in section
+
+
+def test_examination_estimates_and_the_which_estimator_table(res, run_dir):
+    """The position-bias columns: PBMEnv's examination / its first (written out),
+    ones for Eq. 1, NaN (not estimated) for the cascade family; the EM estimate on the
+    first PBM log equals position_bias on that log rebuilt here. The which-estimator
+    rows recomputed from the summary by hand."""
+    L = TINY.L
+    exam = 1.0 / np.arange(1, L + 1)
+    assert res["exam_true"].sel(env="pbm").values == pytest.approx(exam / exam[0])
+    assert (res["exam_true"].sel(env="eq1").values == 1).all()
+    for name in ("cascade", "dcm", "dbn", "eq1_cascade"):
+        assert np.isnan(res["exam_true"].sel(env=name).values).all()
+        assert np.isnan(res["exam_estimate"].sel(env=name).values).all()
+    env = click.build_click_env("pbm", TINY)
+    n = int(res["n"].values[-1])
+    cfg = json.loads(res.attrs["config"])
+    lists, rewards, _ = next(simulate_logs(
+        env, click.build_click_logger("uniform", TINY), n, TINY.logs,
+        cell_seed(cfg["seed"], TINY.K, L, "uniform", n)))
+    log = br.ope.as_log(lists, rewards, np.zeros(1), K=TINY.K, feedback="pbm")
+    want = br.ope.position_bias(log, n_boot=100,
+                                seed=cell_seed(cfg["seed"], TINY.K, L, "uniform", n))
+    got = res.sel(env="pbm", logger="uniform", n=n)
+    assert got["exam_estimate"].values == pytest.approx(want["examination"].values)
+    assert got["exam_low"].values == pytest.approx(want["ci_low"].values)
+    s = click_report.summarise(res)
+    common = click_report.common_n(s)
+    assert common == 200  # the model estimators stop at model_max_n
+    for fb, group, ok in click_report.which_estimator(res, s):
+        assert group == [e for e in click.CLICK_ENVS if click_report.FEEDBACK_OF[e] == fb]
+        for lab in map(str, s["estimator"].values):
+            cells = s.sel(n=common, estimator=lab, env=group)
+            rel = np.abs(cells["rel_bias"].values)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z = np.abs(cells["bias"].values) / cells["bias_se"].values
+            unbiased = bool(np.all((rel <= 0.02) | (z <= 3)))
+            assert (lab in dict(ok)) == unbiased, (fb, lab)
+        rmses = [r for _, r in ok]
+        assert rmses == sorted(rmses)
+    text = (run_dir / "report.md").read_text()
+    assert "## Which estimator under which feedback" in text
+    assert "## Position bias estimated from the logs" in text
 
 
 # ------------------------------------------------------------------ bad input

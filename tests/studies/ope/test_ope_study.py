@@ -309,7 +309,7 @@ def test_estimator_variants_follow_the_protocol_attributes():
     labels = [v.label for v in ope_config.estimator_variants()]
     assert labels == ["dm", "list_ips", "list_ips_sn", "position_ips", "position_ips_sn",
                       "cascade_ips", "cascade_ips_sn", "pair_ips", "pair_ips_sn",
-                      "pair_dr", "pair_dr_sn"]
+                      "pair_dr", "pair_dr_sn", "cascade_dr"]
 
 
 def test_obd_section_against_hand_computation():
