@@ -48,7 +48,8 @@ def test_w_reaches_the_units_study_and_only_it(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(units, "run_units_study", lambda out, **kw: seen.update(kw))
     cli.run(_study_args("units", out=tmp_path, ws=["latent"], link="logistic"))
-    assert seen == {"quick": True, "seed": 0, "link": "logistic", "ws": ("latent",)}
+    assert seen == {"quick": True, "seed": 0, "link": "logistic", "ws": ("latent",),
+                    "executor": "local", "scheduler": None, "workers": 2}
     seen.clear()
     cli.run(_study_args("units", out=tmp_path))
     assert "ws" not in seen  # the runner's default: both

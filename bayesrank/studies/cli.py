@@ -64,6 +64,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     dest="ws", metavar="{known,latent}",
                     help="units only: known and/or latent w (default both; the logistic "
                     "link's latent cells take hours at full scale on 2 cores)")
+    st.add_argument("--executor", choices=("local", "dask"), default="local",
+                    help="click-models and units: run the study's cells in this process "
+                    "(local, the default) or as tasks on a Dask cluster (dask: a "
+                    "LocalCluster of --workers processes, or --scheduler)")
+    st.add_argument("--scheduler", default=None, metavar="ADDR",
+                    help="with --executor dask: a running scheduler's address "
+                    "(e.g. tcp://10.0.0.5:8786)")
+    st.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="with --executor dask: the LocalCluster's worker processes "
+                    "(default 2)")
     return st
 
 
@@ -94,10 +104,24 @@ def run(args) -> None:
     if ws is not None and args.name != "units":
         raise ValueError(f"--w: applies to the units study only, got STUDY {args.name!r}")
     name = "ope-click" if click else args.name
+    executor = getattr(args, "executor", "local")
+    scheduler, workers = getattr(args, "scheduler", None), getattr(args, "workers", None)
+    if (executor != "local" or scheduler or workers) and name not in ("units",
+                                                                       "click-models"):
+        raise ValueError(f"--executor, --scheduler, --workers: apply to the click-models "
+                         f"and units studies, got STUDY {name!r}")
+    if scheduler and executor != "dask":
+        raise ValueError("--scheduler: needs --executor dask")
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers: expected at least 1, got {workers}")
     module, function = RUNNERS[name]
     runner = getattr(importlib.import_module(module), function)
     extra = {}
+    if name in ("units", "click-models"):
+        extra = {"executor": executor, "scheduler": scheduler}
+        if workers is not None or name == "units":
+            extra["workers"] = workers or 2
     if name == "units":
-        extra = {"link": link} if ws is None else {"link": link, "ws": tuple(ws)}
+        extra |= {"link": link} if ws is None else {"link": link, "ws": tuple(ws)}
     runner(args.out or Path(f"bayesrank-study-{name}"), quick=args.quick, seed=args.seed,
            **extra)

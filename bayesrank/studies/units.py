@@ -53,8 +53,9 @@ from bayesrank.posteriors.laplace import LaplaceGLM
 from bayesrank.posteriors.latent import LatentW
 from bayesrank.simulation.checkpoints import segment
 from bayesrank.simulation.env import RankingEnv
+from bayesrank.studies.cells import run_cells
 
-__all__ = ["SCALES", "merge_cells", "run_units_study", "units_cells"]
+__all__ = ["SCALES", "merge_cells", "run_units_study", "units_cell", "units_cells"]
 
 #: study scale -> (K, d, checkpoint rounds, runs, factors c, draws per interval)
 SCALES = {
@@ -338,18 +339,45 @@ def figure(ds: xr.Dataset, path) -> None:
     plt.close(fig)
 
 
+def units_cell(payload: dict) -> xr.Dataset:
+    """One (w, prior, c) cell of :func:`units_cells` from a JSON-like payload (keys
+    scale, seed, link, w, prior, c): the task :func:`run_units_study` sends to its
+    executor."""
+    return units_cells(payload["scale"], seed=payload["seed"], progress=False,
+                       priors=(payload["prior"],), cs=(payload["c"],),
+                       ws=(payload["w"],), link=payload["link"])
+
+
 def run_units_study(out="bayesrank-study-units", *, quick: bool = False,
-                    seed: int = 0, link: str = "identity",
-                    ws=("known", "latent")) -> Path:
+                    seed: int = 0, link: str = "identity", ws=("known", "latent"),
+                    scale: str | None = None, executor: str = "local",
+                    scheduler: str | None = None, workers: int = 2,
+                    progress: bool = True) -> Path:
     """Run the study and write ``units.nc``, ``units.md`` and ``units.png`` to out
     (``units_logistic.*`` for ``link="logistic"``).
 
-    Known and latent w (``ws``: one or both). The logistic link's latent-w cells cost
-    about 0.45 s a round for 10 runs on one core (hours at the full scale on 2 cores):
-    ``scripts/units_split.py`` runs one cell per process and merges them."""
+    Known and latent w (``ws``: one or both). Each (w, prior, c) cell is a task of the
+    executor (:func:`bayesrank.studies.cells.run_cells`): ``executor="dask"`` spreads
+    them over a ``LocalCluster`` of ``workers`` processes or the cluster at
+    ``scheduler``; the cells join (:func:`merge_cells`) into the numbers one process
+    gives. The logistic link's latent-w cells cost about 0.45 s a round for 10 runs
+    on one core (hours at the full scale on 2 cores). ``scale`` (a name of
+    :data:`SCALES`) overrides ``quick``."""
+    scale = scale or ("quick" if quick else "full")
+    if scale not in SCALES:
+        raise ValueError(f"scale: expected one of {sorted(SCALES)}, got {scale!r}")
+    cfg = SCALES[scale]
+    cs = {**cfg, **LOGISTIC.get(scale, {})}["cs"] if link == "logistic" else cfg["cs"]
+    payloads = [{"scale": scale, "seed": seed, "link": link, "w": w, "prior": p,
+                 "c": float(c)} for w in ws for p in PRIORS for c in cs]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ds = units_cells("quick" if quick else "full", seed=seed, link=link, ws=ws)
+    t0 = time.perf_counter()
+    ds = merge_cells(run_cells(units_cell, payloads, executor=executor,
+                               scheduler=scheduler, workers=workers, progress=progress,
+                               desc="study units"))
+    ds.attrs["seconds"] = time.perf_counter() - t0
+    ds.attrs["executor"] = executor
     write_outputs(ds, out)
     return out
 

@@ -20,6 +20,7 @@ import xarray as xr
 from bayesrank._validate import check_int, check_seed
 from bayesrank.simulation.simulate import simulate
 from bayesrank.studies import store
+from bayesrank.studies.cells import run_cells
 from bayesrank.studies.click_models import report as click_report
 from bayesrank.studies.click_models.setup import (
     POLICIES,
@@ -28,7 +29,8 @@ from bayesrank.studies.click_models.setup import (
     policy_factories,
 )
 
-__all__ = ["checkpoints", "click_cells", "merge_cells", "run_click_models_study"]
+__all__ = ["checkpoints", "click_cell", "click_cells", "merge_cells",
+           "run_click_models_study"]
 
 #: the policy that runs fewer rounds and runs (``nuts_T``, ``nuts_runs``)
 SHORT = "RankTS-NUTS"
@@ -149,7 +151,8 @@ def click_cells(scale="full", *, seed: int = 0, names=None, envs=None,
 def merge_cells(pieces) -> xr.Dataset:
     """One study dataset from :func:`click_cells` results over disjoint cells (other
     environments or other policies, same scale and seed), e.g. run in separate
-    processes (``scripts/click_full.py``), in the study's environment and policy order.
+    tasks of an executor (:func:`run_click_models_study`), in the study's environment
+    and policy order.
 
     Every piece uses the study's own seeds (the catalogue, the environments and each
     run's keys depend on the master seed only), so the merged cells equal one
@@ -186,9 +189,17 @@ def merge_cells(pieces) -> xr.Dataset:
     return out
 
 
+def click_cell(payload: dict) -> xr.Dataset:
+    """One cell of the study from a JSON-like payload (keys scale, seed, env, names,
+    workers): the task :func:`run_click_models_study` sends to a Dask executor."""
+    return click_cells(payload["scale"], seed=payload["seed"], names=payload["names"],
+                       envs=[payload["env"]], progress=False, workers=payload["workers"])
+
+
 def run_click_models_study(out="bayesrank-study-click-models", *, quick: bool = False,
                     seed: int = 0, scale=None, progress: bool = True,
-                    workers: int | None = None) -> xr.Dataset:
+                    workers: int | None = None, executor: str = "local",
+                    scheduler: str | None = None) -> xr.Dataset:
     """Run the study; write ``results.nc``, ``report.md`` and ``regret.png`` to out.
 
     Args:
@@ -197,9 +208,14 @@ def run_click_models_study(out="bayesrank-study-click-models", *, quick: bool = 
             instead of the full one (about 15 minutes); ``scale`` overrides both.
         seed: master seed.
         scale: a scale name or dict (see :func:`click_cells`), overriding ``quick``.
-        progress: progress bars and a line per environment.
-        workers: policies played at once (default: 2 on a machine with two cores or
-            more; see :func:`click_cells`).
+        progress: progress bars and a line per environment (per cell with dask).
+        workers: with ``executor="local"``, policies played at once (default: 2 on a
+            machine with two cores or more; see :func:`click_cells`); with "dask",
+            the LocalCluster's worker processes (default 2).
+        executor: "local" (this process) or "dask": one task per environment and
+            part (RankTS-NUTS apart from the other policies), merged
+            (:func:`merge_cells`) into the numbers one process gives, cell for cell.
+        scheduler: a Dask scheduler's address (None: a LocalCluster).
 
     Returns:
         The results (see :func:`click_cells`).
@@ -207,11 +223,22 @@ def run_click_models_study(out="bayesrank-study-click-models", *, quick: bool = 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    if workers is None:
-        workers = min(2, os.cpu_count() or 1)
-    ds = click_cells(scale or ("quick" if quick else "full"), seed=seed,
-                     progress=progress, workers=workers)
+    scale = scale or ("quick" if quick else "full")
+    if executor == "local" and scheduler is None:
+        if workers is None:
+            workers = min(2, os.cpu_count() or 1)
+        ds = click_cells(scale, seed=seed, progress=progress, workers=workers)
+    else:
+        parts = [[n for n in POLICIES if n != SHORT], [SHORT]]
+        payloads = [{"scale": scale, "seed": seed, "env": e, "names": names,
+                     "workers": 1}
+                    for e in environments(_config(scale), check_seed(seed))
+                    for names in parts]
+        ds = merge_cells(run_cells(click_cell, payloads, executor=executor,
+                                   scheduler=scheduler, workers=workers or 2,
+                                   progress=progress, desc="study click-models"))
     ds.attrs["seconds_total"] = time.perf_counter() - t0
+    ds.attrs["executor"] = executor
     store.save_netcdf(ds, out / "results.nc")
     store.write_text(out / "report.md", click_report.report(ds))
     click_report.figure(ds, out / "regret.png")

@@ -362,7 +362,8 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
     ``exam_low``, ``exam_high`` (env, logger, n, position): position bias by
     regression EM (:func:`bayesrank.ope.position_bias`, 90 % bootstrap interval)
     on the first log of each cell whose feedback records every position (NaN for
-    the others), and ``exam_true`` (env, position) (:func:`true_examination`)."""
+    the others), and ``exam_true`` (env, position)
+    (:func:`~bayesrank.studies.ope.click.true_examination`)."""
     import xarray as xr
 
     variants = estimator_variants()

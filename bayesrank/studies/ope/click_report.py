@@ -204,8 +204,9 @@ def common_n(s) -> int:
 
 
 def which_estimator(res, s) -> list[tuple]:
-    """Per feedback model, at :func:`common_n`: ``(feedback, envs, [(estimator, mean
-    relative RMSE)] of the estimators unbiased (:func:`_unbiased`) in each of its
+    """Per feedback model, at :func:`~bayesrank.studies.ope.click_report.common_n`: ``(feedback, envs, [(estimator, mean
+    relative RMSE)] of the estimators unbiased (within 2 % of the expected clicks or 3 Monte Carlo
+    stderr) in each of its
     environments under every logger, best first)``."""
     envs = [str(e) for e in res["env"].values]
     truth = res["click_truth"]
@@ -239,7 +240,7 @@ def _which_table(res, s) -> list[str]:
 
 def _dr_against_ips(res, s) -> list[str]:
     """cascade_dr's spread over the logs and RMSE against cascade IPS's, per cell, at
-    :func:`common_n`."""
+    :func:`~bayesrank.studies.ope.click_report.common_n`."""
     if not {"cascade_dr", "cascade_ips"} <= set(map(str, s["estimator"].values)):
         return []
     p = s.sel(n=common_n(s))

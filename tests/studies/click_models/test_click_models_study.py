@@ -85,7 +85,7 @@ def test_runs_differ_and_every_policy_sees_the_same_runs(cells):
 
 def test_pieces_run_apart_merge_into_the_one_call_results(cells):
     """merge_cells over pieces split by environment and by policy (as
-    scripts/click_full.py runs them, one process each) gives the one call's cells,
+    run_click_models_study's Dask executor runs them, one task each) gives the one call's cells,
     coordinates in the study's order and the skipped reasons."""
     pieces = [click_cells(TINY, seed=3, names=names, envs=envs, progress=False)
               for envs, names in ((["DBN", "Eq. 1"], ["PBMUCB", "RankTS"]),

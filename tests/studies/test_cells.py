@@ -1,0 +1,65 @@
+"""A study's cells on the sweeps' executor: Dask's results equal one process's, cell
+for cell, for the units and click-models studies; bad executors are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from bayesrank.cli import main
+from bayesrank.studies import units
+from bayesrank.studies.cells import run_cells
+from bayesrank.studies.click_models import study as click_study
+
+pytest.importorskip("distributed")
+
+
+def test_local_and_dask_return_every_cell_in_order():
+    payloads = [-3, 1, -2, 5]
+    assert run_cells(abs, payloads, progress=False) == [3, 1, 2, 5]
+    got = run_cells(abs, payloads, executor="dask", workers=2, processes=False,
+                    progress=False)
+    assert got == [3, 1, 2, 5]
+    with pytest.raises(ValueError, match="^executor:"):
+        run_cells(abs, payloads, executor="spark")
+
+
+def test_units_cells_on_dask_equal_one_call():
+    """Two (w, prior, c) cells as Dask tasks, merged, against one units_cells call."""
+    base = {"scale": "quick", "seed": 3, "link": "identity", "w": "known", "c": 1.0}
+    payloads = [{**base, "prior": p} for p in ("oracle", "default")]
+    merged = units.merge_cells(run_cells(units.units_cell, payloads, executor="dask",
+                                         workers=2, processes=False, progress=False))
+    one = units.units_cells("quick", seed=3, progress=False, priors=("default", "oracle"),
+                            cs=(1.0,), ws=("known",))
+    for v in ("regret", "cover_theta"):
+        np.testing.assert_array_equal(merged[v].values, one[v].values)
+    assert list(merged["prior"].values) == ["default", "oracle"]
+
+
+def test_click_models_on_dask_equal_one_process(tmp_path):
+    scale = {"K": 6, "d": 3, "L": 2, "T": 30, "runs": 2, "points": 3, "nuts_T": 10,
+             "nuts_runs": 1}
+    names = [n for n in click_study.POLICIES if n != click_study.SHORT][:2]
+    envs = list(click_study.environments(click_study._config(scale), 0))[:2]
+    one = click_study.click_cells(scale, names=names, envs=envs, progress=False)
+    payloads = [{"scale": scale, "seed": 0, "env": e, "names": names, "workers": 1}
+                for e in envs]
+    merged = click_study.merge_cells(run_cells(
+        click_study.click_cell, payloads, executor="dask", workers=2, processes=False,
+        progress=False))
+    np.testing.assert_array_equal(merged["regret"].values, one["regret"].values)
+    np.testing.assert_array_equal(merged["best_value"].values, one["best_value"].values)
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["study", "ope", "--executor", "dask"], "--executor, --scheduler, --workers"),
+    (["study", "units", "--scheduler", "tcp://x:1"], "--scheduler"),
+    (["study", "units", "--executor", "dask", "--workers", "0"], "--workers"),
+])
+def test_the_cli_refuses_executor_options_it_cannot_honour(argv, name, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--out", str(tmp_path)])
+    assert info.value.code == 2
+    assert f"error: {name}:" in capsys.readouterr().err
