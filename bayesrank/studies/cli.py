@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["RUNNERS", "STUDIES", "add_parser", "run"]
+__all__ = ["EXECUTOR_STUDIES", "RUNNERS", "STUDIES", "add_parser", "run"]
 
 #: study name -> one-line help
 STUDIES = {
@@ -65,7 +65,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="units only: known and/or latent w (default both; the logistic "
                     "link's latent cells take hours at full scale on 2 cores)")
     st.add_argument("--executor", choices=("local", "dask"), default="local",
-                    help="click-models and units: run the study's cells in this process "
+                    help="click-models, units and ope --click-models: run the study's cells in this process "
                     "(local, the default) or as tasks on a Dask cluster (dask: a "
                     "LocalCluster of --workers processes, or --scheduler)")
     st.add_argument("--scheduler", default=None, metavar="ADDR",
@@ -88,6 +88,10 @@ RUNNERS = {
 }
 
 
+#: the studies that take --executor, --scheduler and --workers
+EXECUTOR_STUDIES = ("click-models", "ope-click", "units")
+
+
 def run(args) -> None:
     """Run the study named by the parsed ``args``."""
     import importlib
@@ -106,10 +110,9 @@ def run(args) -> None:
     name = "ope-click" if click else args.name
     executor = getattr(args, "executor", "local")
     scheduler, workers = getattr(args, "scheduler", None), getattr(args, "workers", None)
-    if (executor != "local" or scheduler or workers) and name not in ("units",
-                                                                       "click-models"):
-        raise ValueError(f"--executor, --scheduler, --workers: apply to the click-models "
-                         f"and units studies, got STUDY {name!r}")
+    if (executor != "local" or scheduler or workers) and name not in EXECUTOR_STUDIES:
+        raise ValueError(f"--executor, --scheduler, --workers: apply to the click-models, "
+                         f"units and ope --click-models studies, got STUDY {name!r}")
     if scheduler and executor != "dask":
         raise ValueError("--scheduler: needs --executor dask")
     if workers is not None and workers < 1:
@@ -117,9 +120,9 @@ def run(args) -> None:
     module, function = RUNNERS[name]
     runner = getattr(importlib.import_module(module), function)
     extra = {}
-    if name in ("units", "click-models"):
+    if name in EXECUTOR_STUDIES:
         extra = {"executor": executor, "scheduler": scheduler}
-        if workers is not None or name == "units":
+        if workers is not None or name != "click-models":
             extra["workers"] = workers or 2
     if name == "units":
         extra |= {"link": link} if ws is None else {"link": link, "ws": tuple(ws)}

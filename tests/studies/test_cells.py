@@ -11,6 +11,7 @@ from bayesrank.cli import main
 from bayesrank.studies import units
 from bayesrank.studies.cells import run_cells
 from bayesrank.studies.click_models import study as click_study
+from bayesrank.studies.ope import click as ope_click
 
 pytest.importorskip("distributed")
 
@@ -25,6 +26,7 @@ def test_local_and_dask_return_every_cell_in_order():
         run_cells(abs, payloads, executor="spark")
 
 
+@pytest.mark.heavy  # Dask workers and a study's cells: 5-15 s each
 def test_units_cells_on_dask_equal_one_call():
     """Two (w, prior, c) cells as Dask tasks, merged, against one units_cells call."""
     base = {"scale": "quick", "seed": 3, "link": "identity", "w": "known", "c": 1.0}
@@ -38,6 +40,7 @@ def test_units_cells_on_dask_equal_one_call():
     assert list(merged["prior"].values) == ["default", "oracle"]
 
 
+@pytest.mark.heavy  # Dask workers and a study's cells: 5-15 s each
 def test_click_models_on_dask_equal_one_process(tmp_path):
     scale = {"K": 6, "d": 3, "L": 2, "T": 30, "runs": 2, "points": 3, "nuts_T": 10,
              "nuts_runs": 1}
@@ -53,8 +56,19 @@ def test_click_models_on_dask_equal_one_process(tmp_path):
     np.testing.assert_array_equal(merged["best_value"].values, one["best_value"].values)
 
 
+@pytest.mark.heavy  # Dask workers and a study's cells: 5-15 s each
+def test_ope_click_grid_on_dask_equals_one_process():
+    cfg = ope_click.ClickStudyConfig(envs=("pbm", "cascade"), K=4, L=3, n=(200, 400),
+                                     logs=2, model_max_n=200)
+    one = ope_click.run_click_grid(cfg, seed=1, progress=False)
+    dask = ope_click.run_click_grid(cfg, seed=1, progress=False, executor="dask",
+                                    workers=2)
+    xr.testing.assert_identical(one, dask)
+    assert np.isfinite(one["exam_estimate"].sel(env="pbm").values).all()
+
+
 @pytest.mark.parametrize("argv, name", [
-    (["study", "ope", "--executor", "dask"], "--executor, --scheduler, --workers"),
+    (["study", "obd", "--executor", "dask"], "--executor, --scheduler, --workers"),
     (["study", "units", "--scheduler", "tcp://x:1"], "--scheduler"),
     (["study", "units", "--executor", "dask", "--workers", "0"], "--workers"),
 ])

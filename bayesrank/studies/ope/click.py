@@ -57,11 +57,11 @@ from bayesrank.simulation import CascadeEnv, DBNEnv, DCMEnv, PBMEnv
 from bayesrank.simulation.dataset import versions as _versions
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.studies import store
+from bayesrank.studies.cells import run_cells
 from bayesrank.studies.ope import click_report
 from bayesrank.studies.ope.config import FixedListEpsilonGreedy, estimator_variants
 from bayesrank.studies.ope.study import (
     STATS,
-    _progress,
     cell_seed,
     log_estimates,
     simulate_logs,
@@ -79,6 +79,7 @@ __all__ = [
     "build_click_env",
     "build_click_logger",
     "check_click_cfg",
+    "click_cell",
     "every_list",
     "ips_limits",
     "observed_click_means",
@@ -354,7 +355,37 @@ def _examination_estimate(lists, rewards, feedback, K, seed) -> np.ndarray:
     return np.stack([est[v].values for v in ("examination", "ci_low", "ci_high")], 1)
 
 
-def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = True):
+def click_cell(payload: dict) -> dict:
+    """One (env, logger, n) cell of :func:`run_click_grid` from a JSON-like payload
+    (keys cfg (a :class:`ClickStudyConfig` as a dict), seed, env, logger, n): every
+    log's estimates ``"estimates"`` (logs, estimators, 4) and the examination
+    estimate on its first log ``"exam"`` (L, 3; NaN where not estimated). The task
+    the grid sends to its executor."""
+    cfg = ClickStudyConfig(**{k: tuple(v) if isinstance(v, list) else v
+                              for k, v in payload["cfg"].items()})
+    name, gname, n, seed = payload["env"], payload["logger"], payload["n"], payload["seed"]
+    env, logger = build_click_env(name, cfg), build_click_logger(gname, cfg)
+    target = np.asarray(env.best(distinct=True)[0], np.int64)
+    items, v0 = np.asarray(env.items, float), np.asarray(env.v0, float)
+    variants = estimator_variants()
+    use = [i for i, v in enumerate(variants) if not v.model or n <= cfg.model_max_n]
+    est = np.full((cfg.logs, len(variants), len(STATS)), np.nan)
+    exam = np.full((cfg.L, 3), np.nan)
+    every = np.isfinite(true_examination(env, cfg.L)).all()
+    logs = simulate_logs(env, logger, n, cfg.logs, cell_seed(seed, cfg.K, cfg.L, gname, n))
+    for j, (lists, rewards, ps) in enumerate(logs):
+        examination = _examination(env, rewards)
+        est[j, use] = log_estimates(lists, rewards, ps, target, [variants[i] for i in use],
+                                    K=cfg.K, v0=v0, items=items, examination=examination)
+        if j == 0 and every:
+            exam[:] = _examination_estimate(lists, rewards, examination["feedback"],
+                                            cfg.K, cell_seed(seed, cfg.K, cfg.L, gname, n))
+    return {"estimates": est, "exam": exam}
+
+
+def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = True,
+                   executor: str = "local", scheduler: str | None = None,
+                   workers: int = 2):
     """The sub-study's results as an ``xarray.Dataset`` (see the module docstring):
     per-log ``estimate``, ``stderr``, ``ci_low``, ``ci_high`` over (env, logger, n,
     log, estimator); ``click_truth`` and ``value`` (env); ``ips_limit`` (env,
@@ -363,7 +394,12 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
     regression EM (:func:`bayesrank.ope.position_bias`, 90 % bootstrap interval)
     on the first log of each cell whose feedback records every position (NaN for
     the others), and ``exam_true`` (env, position)
-    (:func:`~bayesrank.studies.ope.click.true_examination`)."""
+    (:func:`~bayesrank.studies.ope.click.true_examination`).
+
+    Each (env, logger, n) cell (:func:`~bayesrank.studies.ope.click.click_cell`) is a
+    task of ``executor`` ("local" or "dask", with ``scheduler`` and ``workers`` as
+    :func:`bayesrank.studies.cells.run_cells`); every cell's logs come from its own
+    seed, so the results do not depend on where it ran."""
     import xarray as xr
 
     variants = estimator_variants()
@@ -374,7 +410,6 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
     targets = np.zeros((E, cfg.L), np.int64)
     exam = np.full((E, G, N, cfg.L, 3), np.nan)
     exam_true = np.full((E, cfg.L), np.nan)
-    bar = _progress(E * G * cfg.logs * sum(cfg.n), progress)
     loggers = [build_click_logger(g, cfg) for g in cfg.loggers]
     for a, name in enumerate(cfg.envs):
         env = build_click_env(name, cfg)
@@ -382,31 +417,17 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
         targets[a] = target
         click_truth[a] = float(observed_click_means(env, target).sum())
         value[a] = float(env.expected_reward(target))
-        items, v0 = np.asarray(env.items, float), np.asarray(env.v0, float)
         exam_true[a] = true_examination(env, cfg.L)
-        for b, (gname, logger) in enumerate(zip(cfg.loggers, loggers)):
+        for b, logger in enumerate(loggers):
             lim = ips_limits(env, logger, target)
             limit[a, b] = [lim[k] for k in IPS]
-            for c, n in enumerate(cfg.n):
-                if bar is not None:
-                    bar.set_postfix_str(f"{name} {gname} n={n}")
-                use = [i for i, v in enumerate(variants)
-                       if not v.model or n <= cfg.model_max_n]
-                logs = simulate_logs(env, logger, n, cfg.logs,
-                                     cell_seed(seed, cfg.K, cfg.L, gname, n))
-                for j, (lists, rewards, ps) in enumerate(logs):
-                    examination = _examination(env, rewards)
-                    est[a, b, c, j, use] = log_estimates(
-                        lists, rewards, ps, target, [variants[i] for i in use],
-                        K=cfg.K, v0=v0, items=items, examination=examination)
-                    if j == 0 and np.isfinite(exam_true[a]).all():
-                        exam[a, b, c] = _examination_estimate(
-                            lists, rewards, examination["feedback"], cfg.K,
-                            cell_seed(seed, cfg.K, cfg.L, gname, n))
-                    if bar is not None:
-                        bar.update(n)
-    if bar is not None:
-        bar.close()
+    index = [(a, b, c) for a in range(E) for b in range(G) for c in range(N)]
+    payloads = [{"cfg": cfg._asdict(), "seed": seed, "env": cfg.envs[a],
+                 "logger": cfg.loggers[b], "n": cfg.n[c]} for a, b, c in index]
+    cells = run_cells(click_cell, payloads, executor=executor, scheduler=scheduler,
+                      workers=workers, progress=progress, desc="study ope --click-models")
+    for (a, b, c), cell in zip(index, cells):
+        est[a, b, c], exam[a, b, c] = cell["estimates"], cell["exam"]
     dims = ("env", "logger", "n", "log", "estimator")
     data = {s: (dims, est[..., i]) for i, s in enumerate(STATS)}
     data["click_truth"] = (("env",), click_truth)
@@ -424,7 +445,8 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
 
 def run_click_study(out="bayesrank-study-ope-click", *, quick: bool = False,
                     seed: int = 0, cfg: ClickStudyConfig | None = None,
-                    progress: bool = True):
+                    progress: bool = True, executor: str = "local",
+                    scheduler: str | None = None, workers: int = 2):
     """Run the sub-study; write ``results.nc``, ``bias.png`` and ``report.md`` to
     ``out``.
 
@@ -435,6 +457,7 @@ def run_click_study(out="bayesrank-study-ope-click", *, quick: bool = False,
         seed: the master seed of the logs.
         cfg: a :class:`ClickStudyConfig` overriding both.
         progress: show a progress bar and a closing line.
+        executor, scheduler, workers: where the cells run (:func:`run_click_grid`).
 
     Returns:
         The results as an ``xarray.Dataset``.
@@ -444,7 +467,8 @@ def run_click_study(out="bayesrank-study-ope-click", *, quick: bool = False,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = run_click_grid(cfg, seed, progress=progress)
+    res = run_click_grid(cfg, seed, progress=progress, executor=executor,
+                         scheduler=scheduler, workers=workers)
     res.attrs["config"] = json.dumps({**cfg._asdict(), "seed": seed})
     res.attrs["envs"] = json.dumps({k: CLICK_ENVS[k] for k in cfg.envs})
     res.attrs["loggers"] = json.dumps({k: CLICK_LOGGERS[k] for k in cfg.loggers})
