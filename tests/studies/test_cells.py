@@ -12,6 +12,7 @@ from bayesrank.studies import units
 from bayesrank.studies.cells import run_cells
 from bayesrank.studies.click_models import study as click_study
 from bayesrank.studies.ope import click as ope_click
+from bayesrank.studies.ope import study as ope_study
 
 pytest.importorskip("distributed")
 
@@ -65,6 +66,15 @@ def test_ope_click_grid_on_dask_equals_one_process():
                                     workers=2)
     xr.testing.assert_identical(one, dask)
     assert np.isfinite(one["exam_estimate"].sel(env="pbm").values).all()
+
+
+@pytest.mark.heavy  # Dask workers and a study's cells: 5-15 s each
+def test_ope_grid_on_dask_equals_one_process():
+    cfg = ope_study.OPEStudyConfig(K=(3,), L=(2,), w_max=(0.0, 1.0), n=(40,), logs=2,
+                                   loggers=("uniform",), ts_K=0, obd_campaigns=())
+    one = ope_study.run_grid(cfg, seed=2, progress=False)
+    dask = ope_study.run_grid(cfg, seed=2, progress=False, executor="dask", workers=2)
+    xr.testing.assert_identical(one, dask)
 
 
 @pytest.mark.parametrize("argv, name", [

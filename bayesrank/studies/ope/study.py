@@ -45,10 +45,10 @@ from pathlib import Path
 import numpy as np
 
 from bayesrank import ope
-from bayesrank._progress import progress as progress_bar
 from bayesrank.ope.reward_model import fit_inputs_model
 from bayesrank.ope.protocol import PSCORE_OF
 from bayesrank.simulation.dataset import versions as _versions
+from bayesrank.studies.cells import run_cells
 from bayesrank.studies import store
 from bayesrank.studies.ope import obd as ope_obd
 from bayesrank.studies.ope import report as ope_report
@@ -73,6 +73,7 @@ __all__ = [
     "FixedListTarget",
     "OPEStudyConfig",
     "cell_seed",
+    "grid_cell",
     "log_estimates",
     "position_ips_limit",
     "run_ope_study",
@@ -305,27 +306,42 @@ def position_ips_limit(env, logger, target) -> float:
     return total
 
 
-def _progress(total: int, enabled: bool):
-    if not enabled:
-        return None
-    return progress_bar(total, "study ope", unit="round", unit_scale=True)
+def grid_cell(payload: dict) -> np.ndarray:
+    """Every log's estimates (logs, estimators, 4) of one (K, L, w_max, logger, n)
+    cell of :func:`run_grid`, from a JSON-like payload (keys cfg (an
+    :class:`OPEStudyConfig` as a dict), seed, K, L, w_max, logger, n): the task the
+    grid sends to its executor."""
+    cfg = OPEStudyConfig(**{k: tuple(v) if isinstance(v, list) else v
+                            for k, v in payload["cfg"].items()})
+    K, L, name, n = payload["K"], payload["L"], payload["logger"], payload["n"]
+    env = build_env(cfg, K, L, payload["w_max"])
+    logger = build_logger(name, env, cfg)
+    target = np.asarray(env.best()[0], np.int64)
+    variants = estimator_variants()
+    use = [i for i, v in enumerate(variants) if not v.model or n <= cfg.model_max_n]
+    est = np.full((cfg.logs, len(variants), len(STATS)), np.nan)
+    logs = simulate_logs(env, logger, n, cfg.logs, cell_seed(payload["seed"], K, L, name, n))
+    for j, (lists, rewards, ps) in enumerate(logs):
+        est[j, use] = log_estimates(lists, rewards, ps, target,
+                                    [variants[i] for i in use], K=K,
+                                    v0=np.asarray(env.v0, float),
+                                    items=np.asarray(env.items, float))
+    return est
 
 
-def run_grid(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True):
-    """The synthetic grid as an ``xarray.Dataset`` (see the module docstring)."""
+def run_grid(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True,
+             executor: str = "local", scheduler: str | None = None, workers: int = 2):
+    """The synthetic grid as an ``xarray.Dataset`` (see the module docstring).
+
+    Each (K, L, w_max, logger, n) cell (:func:`grid_cell`) is a task of ``executor``
+    ("local" or "dask", with ``scheduler`` and ``workers`` as
+    :func:`bayesrank.studies.cells.run_cells`); every cell's logs come from its own
+    seed, so the results do not depend on where it ran."""
     import xarray as xr
 
     variants = estimator_variants()
-    shape = (
-        len(cfg.K),
-        len(cfg.L),
-        len(cfg.w_max),
-        len(cfg.loggers),
-        len(cfg.n),
-        cfg.logs,
-        len(variants),
-        len(STATS),
-    )
+    shape = (len(cfg.K), len(cfg.L), len(cfg.w_max), len(cfg.loggers), len(cfg.n),
+             cfg.logs, len(variants), len(STATS))
     est = np.full(shape, np.nan)
     Lmax = max(cfg.L)
     truth = np.full(shape[:3], np.nan)
@@ -333,15 +349,7 @@ def run_grid(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True):
     hits = np.full((*shape[:5], len(HIT_EVENTS)), np.nan)
     best = np.full((*shape[:3], Lmax), -1, np.int64)
     w = np.full((*shape[:3], Lmax), np.nan)
-    bar = _progress(
-        len(cfg.K)
-        * len(cfg.L)
-        * len(cfg.w_max)
-        * len(cfg.loggers)
-        * cfg.logs
-        * sum(cfg.n),
-        progress,
-    )
+    index, payloads = [], []
     for a, K in enumerate(cfg.K):
         for b, L in enumerate(cfg.L):
             for c, w_max in enumerate(cfg.w_max):
@@ -358,32 +366,14 @@ def run_grid(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True):
                         hits[a, b, c, e, f] = [
                             n * float(np.min(own[f"pscore_{ev}"])) for ev in HIT_EVENTS
                         ]
-                    for f, n in enumerate(cfg.n):
-                        if bar is not None:
-                            bar.set_postfix_str(f"K={K} L={L} w_max={w_max:g} {name}")
-                        logs = simulate_logs(
-                            env, logger, n, cfg.logs, cell_seed(seed, K, L, name, n)
-                        )
-                        use = [
-                            i
-                            for i, v in enumerate(variants)
-                            if not v.model or n <= cfg.model_max_n
-                        ]
-                        for j, (lists, rewards, ps) in enumerate(logs):
-                            est[a, b, c, e, f, j, use] = log_estimates(
-                                lists,
-                                rewards,
-                                ps,
-                                target,
-                                [variants[i] for i in use],
-                                K=K,
-                                v0=np.asarray(env.v0, float),
-                                items=np.asarray(env.items, float),
-                            )
-                            if bar is not None:
-                                bar.update(n)
-    if bar is not None:
-        bar.close()
+                        index.append((a, b, c, e, f))
+                        payloads.append({"cfg": cfg._asdict(), "seed": seed, "K": K,
+                                         "L": L, "w_max": float(w_max), "logger": name,
+                                         "n": n})
+    cells = run_cells(grid_cell, payloads, executor=executor, scheduler=scheduler,
+                      workers=workers, progress=progress, desc="study ope")
+    for (a, b, c, e, f), cell in zip(index, cells):
+        est[a, b, c, e, f] = cell
     dims = ("K", "L", "w_max", "logger", "n", "log", "estimator")
     data = {s: (dims, est[..., i]) for i, s in enumerate(STATS)}
     data["truth"] = (("K", "L", "w_max"), truth)
@@ -414,6 +404,9 @@ def run_ope_study(
     seed: int = 0,
     cfg: OPEStudyConfig | None = None,
     progress: bool = True,
+    executor: str = "local",
+    scheduler: str | None = None,
+    workers: int = 2,
 ):
     """Run the study; write ``results.nc``, ``rmse.png``, ``coverage.png`` and
     ``report.md`` to ``out``.
@@ -425,6 +418,8 @@ def run_ope_study(
         seed: the master seed of the logs (the environments use ``cfg.env_seed``).
         cfg: an :class:`OPEStudyConfig` overriding both.
         progress: show a progress bar and a closing line.
+        executor, scheduler, workers: where the grid's cells run (:func:`run_grid`;
+            the Thompson-sampling section runs here).
 
     Returns:
         The results as an ``xarray.Dataset``.
@@ -439,7 +434,7 @@ def run_ope_study(
         >>> with tempfile.TemporaryDirectory() as out:
         ...     res = run_ope_study(out, cfg=cfg, progress=False)
         >>> res["estimate"].sizes["log"], res["estimate"].sizes["estimator"]
-        (2, 11)
+        (2, 12)
         >>> bool(np.allclose(res["position_ips_limit"], res["truth"]))  # w = 0
         True
     """
@@ -448,7 +443,8 @@ def run_ope_study(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = run_grid(cfg, seed, progress=progress)
+    res = run_grid(cfg, seed, progress=progress, executor=executor, scheduler=scheduler,
+                   workers=workers)
     t_grid = time.perf_counter() - t0
     if cfg.ts_K:
         res = res.merge(ope_ts.run_ts(cfg, seed, progress=progress))
