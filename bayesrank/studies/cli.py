@@ -65,7 +65,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="units only: known and/or latent w (default both; the logistic "
                     "link's latent cells take hours at full scale on 2 cores)")
     st.add_argument("--executor", choices=("local", "dask"), default="local",
-                    help="click-models, ope (also --click-models) and units: run the study's cells in this process "
+                    help="every study: run the study's cells in this process "
                     "(local, the default) or as tasks on a Dask cluster (dask: a "
                     "LocalCluster of --workers processes, or --scheduler)")
     st.add_argument("--scheduler", default=None, metavar="ADDR",
@@ -89,7 +89,7 @@ RUNNERS = {
 
 
 #: the studies that take --executor, --scheduler and --workers
-EXECUTOR_STUDIES = ("click-models", "ope", "ope-click", "units")
+EXECUTOR_STUDIES = ("click-models", "obd", "ope", "ope-click", "units")
 
 
 def run(args) -> None:
@@ -111,8 +111,8 @@ def run(args) -> None:
     executor = getattr(args, "executor", "local")
     scheduler, workers = getattr(args, "scheduler", None), getattr(args, "workers", None)
     if (executor != "local" or scheduler or workers) and name not in EXECUTOR_STUDIES:
-        raise ValueError(f"--executor, --scheduler, --workers: apply to the click-models, "
-                         f"ope and units studies, got STUDY {name!r}")
+        raise ValueError(f"--executor, --scheduler, --workers: apply to the studies "
+                         f"{', '.join(EXECUTOR_STUDIES)}, got STUDY {name!r}")
     if scheduler and executor != "dask":
         raise ValueError("--scheduler: needs --executor dask")
     if workers is not None and workers < 1:

@@ -12,6 +12,7 @@ from bayesrank.studies import units
 from bayesrank.studies.cells import run_cells
 from bayesrank.studies.click_models import study as click_study
 from bayesrank.studies.ope import click as ope_click
+from bayesrank.studies.obd import study as obd_study
 from bayesrank.studies.ope import study as ope_study
 
 pytest.importorskip("distributed")
@@ -77,8 +78,17 @@ def test_ope_grid_on_dask_equals_one_process():
     xr.testing.assert_identical(one, dask)
 
 
+@pytest.mark.heavy  # Dask workers and a study's cells: 5-15 s each
+def test_obd_study_on_dask_equals_one_process(tmp_path):
+    cfg = obd_study.StudyConfig(w_max=(0.0, 1.0), T=20, runs=2)
+    kw = {"cfg": cfg, "names": ["RankUCB", "Baseline"], "progress": False}
+    one = obd_study.run_obd_study(tmp_path / "one", **kw)
+    dask = obd_study.run_obd_study(tmp_path / "dask", executor="dask", workers=2, **kw)
+    for v in ("regret", "best_value", "w"):
+        np.testing.assert_array_equal(one[v].values, dask[v].values)
+
+
 @pytest.mark.parametrize("argv, name", [
-    (["study", "obd", "--executor", "dask"], "--executor, --scheduler, --workers"),
     (["study", "units", "--scheduler", "tcp://x:1"], "--scheduler"),
     (["study", "units", "--executor", "dask", "--workers", "0"], "--workers"),
 ])

@@ -38,6 +38,7 @@ import numpy as np
 from bayesrank.datasets.obd import obd_position_clicks
 from bayesrank.simulation.simulate import simulate
 from bayesrank.studies import store
+from bayesrank.studies.cells import run_cells
 from bayesrank.studies.obd import report as obd_report
 from bayesrank.studies.obd.config import (
     FULL,
@@ -63,6 +64,19 @@ __all__ = [
     "run_obd_study",
 ]
 
+def obd_cell(payload: dict):
+    """One w_max of the study (every policy's runs on its environment) from a
+    JSON-like payload (keys cfg (a :class:`StudyConfig` as a dict), seed, w_max,
+    names): the results with the environment's parameters, and the versions. The
+    task :func:`run_obd_study` sends to its executor."""
+    cfg = StudyConfig(**{k: tuple(v) if isinstance(v, list) else v
+                         for k, v in payload["cfg"].items()})
+    env = build_env(cfg, payload["w_max"])
+    ds = simulate(env, policy_factories(env, cfg, payload["names"]), T=cfg.T,
+                  runs=cfg.runs, seed=payload["seed"], progress=False)
+    return _with_env(ds.drop_attrs(), env), ds.attrs["versions"]
+
+
 def run_obd_study(
     out="bayesrank-study-obd",
     *,
@@ -71,6 +85,9 @@ def run_obd_study(
     cfg: StudyConfig | None = None,
     names=None,
     progress: bool = True,
+    executor: str = "local",
+    scheduler: str | None = None,
+    workers: int = 2,
 ):
     """Run the study; write ``regret.png``, ``results.nc`` and ``report.md`` to ``out``.
 
@@ -81,7 +98,10 @@ def run_obd_study(
         seed: the simulations' master seed.
         cfg: a :class:`StudyConfig` overriding both.
         names: the policies to run (default all of :data:`POLICIES`).
-        progress: print a line per environment.
+        progress: print a line per environment (a bar over them with dask).
+        executor, scheduler, workers: where each w_max's simulation runs ("local"
+            or "dask", as :func:`bayesrank.studies.cells.run_cells`); the results
+            do not depend on it (every run's keys come from ``seed``).
 
     Returns:
         The results as an ``xarray.Dataset``.
@@ -104,30 +124,22 @@ def run_obd_study(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    parts = []
-    for w_max in cfg.w_max:
-        env = build_env(cfg, w_max)
-        if progress:
-            print(
-                f"w_max={w_max:g}: w={[round(float(x), 2) for x in env.w]}, "
-                f"{cfg.runs} runs x {cfg.T} rounds",
-                flush=True,
-            )
-        ds = simulate(
-            env,
-            policy_factories(env, cfg, names),
-            T=cfg.T,
-            runs=cfg.runs,
-            seed=seed,
-            progress=False,
-        )
-        parts.append(_with_env(ds.drop_attrs(), env))
-    res = xr.concat(parts, dim="w_max", combine_attrs="drop")
+    if progress:
+        for w_max in cfg.w_max:
+            env = build_env(cfg, w_max)
+            print(f"w_max={w_max:g}: w={[round(float(x), 2) for x in env.w]}, "
+                  f"{cfg.runs} runs x {cfg.T} rounds", flush=True)
+    payloads = [{"cfg": cfg._asdict(), "seed": seed, "w_max": float(w_max),
+                 "names": None if names is None else list(names)} for w_max in cfg.w_max]
+    cells = run_cells(obd_cell, payloads, executor=executor, scheduler=scheduler,
+                      workers=workers, progress=progress and executor != "local",
+                      desc="study obd")
+    res = xr.concat([c[0] for c in cells], dim="w_max", combine_attrs="drop")
     res = res.assign_coords(w_max=np.asarray(cfg.w_max, dtype=float))
     rates = obd_position_clicks(cfg.campaign).rates
     res["target_rate"] = ("position", rates)
     res.attrs["config"] = json.dumps({**cfg._asdict(), "seed": seed})
-    res.attrs["versions"] = ds.attrs["versions"]
+    res.attrs["versions"] = cells[0][1]
     res.attrs["policies"] = json.dumps(
         {n: POLICIES[n].description for n in res["policy"].values}
     )

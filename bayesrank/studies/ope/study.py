@@ -73,7 +73,6 @@ __all__ = [
     "FixedListTarget",
     "OPEStudyConfig",
     "cell_seed",
-    "grid_cell",
     "log_estimates",
     "position_ips_limit",
     "run_ope_study",
