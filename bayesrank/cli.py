@@ -145,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--out", type=Path, default=Path("bayesrank-reproduce"))
     r.add_argument("--seed", type=_int, default=0)
+    r.add_argument("--executor", choices=["local", "dask"], default="local",
+                   help="run the parts here one after the other (local) or as tasks on "
+                   "a Dask cluster (dask: a LocalCluster of --workers processes, or "
+                   "--scheduler; --out must then be a folder the workers share)")
+    r.add_argument("--scheduler", default=None, metavar="ADDR",
+                   help="with --executor dask: a running scheduler's address")
+    r.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+                   help="with --executor dask: the LocalCluster's worker processes")
 
     s = sub.add_parser("sweep", help="prior-sensitivity sweep from a TOML config")
     s.add_argument("config", type=Path, help="the sweep's TOML file (see examples/)")
@@ -241,12 +249,17 @@ def main(argv=None) -> int:
         elif args.command == "reproduce":
             from bayesrank.studies.paper.reproduce import reproduce  # deferred: fast start
 
+            if args.scheduler and args.executor != "dask":
+                raise ValueError("--scheduler: needs --executor dask")
             reproduce(
                 args.what,
                 out=args.out,
                 quick=args.quick,
                 seed=args.seed,
                 scale=args.scale,
+                executor=args.executor,
+                scheduler=args.scheduler,
+                workers=args.workers,
             )
         elif args.command == "sweep":
             from bayesrank.studies.sensitivity.cli import run_sweep_cli  # deferred: fast start

@@ -88,9 +88,25 @@ def test_obd_study_on_dask_equals_one_process(tmp_path):
         np.testing.assert_array_equal(one[v].values, dask[v].values)
 
 
+@pytest.mark.heavy  # two quick tightness runs: about 30 s
+def test_reproduce_on_dask_equals_one_process(tmp_path):
+    from bayesrank.studies.paper.reproduce import reproduce
+
+    one = reproduce("tightness", out=tmp_path / "one", quick=True)
+    dask = reproduce("tightness", out=tmp_path / "dask", quick=True, executor="dask",
+                     workers=1)
+    assert one.read_text() == dask.read_text()
+    for f in ("tightness.nc", "tightness_RankTS_prior_averaged.nc"):
+        a, b = (xr.load_dataset(d / f).drop_vars("seconds", errors="ignore")
+                for d in (tmp_path / "one", tmp_path / "dask"))
+        a.attrs, b.attrs = {}, {}
+        xr.testing.assert_identical(a, b)
+
+
 @pytest.mark.parametrize("argv, name", [
     (["study", "units", "--scheduler", "tcp://x:1"], "--scheduler"),
     (["study", "units", "--executor", "dask", "--workers", "0"], "--workers"),
+    (["reproduce", "tightness", "--scheduler", "tcp://x:1"], "--scheduler"),
 ])
 def test_the_cli_refuses_executor_options_it_cannot_honour(argv, name, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:

@@ -33,6 +33,7 @@ from bayesrank.model import noise
 from bayesrank.simulation.env import RankingEnv
 from bayesrank.simulation.simulate import simulate
 from bayesrank.studies import plots, store
+from bayesrank.studies.cells import run_cells
 from bayesrank.studies.paper.demo import (
     authors_alpha,
     paper_policies,
@@ -352,12 +353,25 @@ PARTS = {
 PAPER_PARTS = ("figure1", "appendix", "robustness", "nonlinear", "timing", "tightness")
 
 
+def reproduce_part(payload: dict) -> list[str]:
+    """Run one part from a JSON-like payload (keys part, out, scale (a dict of
+    :data:`SCALES`), seed, quick): it writes its files to ``out`` and returns its
+    report lines. The task :func:`reproduce` sends to a Dask executor."""
+    lines: list[str] = []
+    PARTS[payload["part"]](Path(payload["out"]), payload["scale"], payload["seed"],
+                           lines, payload["quick"])
+    return lines
+
+
 def reproduce(
     what: str = "all",
     out="bayesrank-reproduce",
     quick: bool = False,
     seed: int = 0,
     scale: str | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    workers: int = 2,
 ):
     """Run part ``what`` (or "all") of the paper's study; returns the report path.
 
@@ -368,6 +382,12 @@ def reproduce(
         seed: instance and run seed.
         scale: "quick", "medium" or "full" (:data:`SCALES`); default "full",
             or "quick" with ``quick=True``.
+        executor: "local" (the parts one after the other here) or "dask": each part
+            a task (:func:`bayesrank.studies.cells.run_cells`, with ``scheduler``
+            and ``workers``), its report lines joined in the parts' order; the
+            workers write to ``out``, so on a remote cluster it must be a shared
+            folder. Every part seeds itself from ``seed``: the figures' numbers
+            do not depend on the executor (the timing part measures the worker).
     """
     import platform
 
@@ -404,11 +424,19 @@ def reproduce(
         ),
     ]
     todo = list(PAPER_PARTS) if what == "all" else [what]
-    for part in todo:
-        t0 = time.perf_counter()
-        print(f"reproduce: {part} ...", flush=True)
-        PARTS[part](out, scale, seed, report, quick)
-        print(f"reproduce: {part} done in {time.perf_counter() - t0:.1f} s", flush=True)
+    if executor == "local" and scheduler is None:
+        for part in todo:
+            t0 = time.perf_counter()
+            print(f"reproduce: {part} ...", flush=True)
+            PARTS[part](out, scale, seed, report, quick)
+            print(f"reproduce: {part} done in {time.perf_counter() - t0:.1f} s",
+                  flush=True)
+    else:
+        payloads = [{"part": part, "out": str(out), "scale": scale, "seed": seed,
+                     "quick": quick} for part in todo]
+        for lines in run_cells(reproduce_part, payloads, executor=executor,
+                               scheduler=scheduler, workers=workers, desc="reproduce"):
+            report += lines
     path = out / ("report.md" if what == "all" else f"report_{what}.md")
     store.write_text(path, "\n".join(report))
     print(f"wrote {path}")
