@@ -181,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--models", nargs="+", default=None, metavar="NAME",
                    help="labels to run (default all; see the report for names)")
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--executor", choices=["local", "dask"], default="local",
+                   help="run the cases here (local) or as tasks on a Dask cluster")
+    c.add_argument("--scheduler", default=None, metavar="ADDR",
+                   help="with --executor dask: a running scheduler's address")
+    c.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+                   help="with --executor dask: the LocalCluster's worker processes")
     k = sub.add_parser(
         "cache", help="where the compilation cache is and what it holds; --clear empties it"
     )
@@ -282,8 +288,11 @@ def main(argv=None) -> int:
         elif args.command == "calibrate":
             from bayesrank.studies.calibration.cli import run_calibrate_cli  # deferred: fast start
 
+            if args.scheduler and args.executor != "dask":
+                raise ValueError("--scheduler: needs --executor dask")
             run_calibrate_cli(
-                quick=args.quick, out=args.out, models=args.models, seed=args.seed
+                quick=args.quick, out=args.out, models=args.models, seed=args.seed,
+                executor=args.executor, scheduler=args.scheduler, workers=args.workers,
             )
     except (ValueError, TypeError, OSError) as exc:  # OSError: files and folders
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

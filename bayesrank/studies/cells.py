@@ -6,7 +6,8 @@ A cell is a JSON-like payload (plain values, never model objects) and a module-l
 function of it, so it travels to a worker as is. Every cell's random keys depend on
 the study's seed and the cell's own coordinates alone, so the cells give the same
 numbers wherever they run; the caller joins them (:func:`run_cells` returns them in
-the payloads' order). Dask reruns the task of a worker that dies (its
+the payloads' order). A worker computes in the caller's precision (JAX's float64
+switch as the caller has it). Dask reruns the task of a worker that dies (its
 ``distributed.scheduler.allowed-failures``, 3 by default), so a killed worker's
 cell is recomputed, not lost.
 
@@ -18,7 +19,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+
+import jax
 
 from bayesrank._progress import progress as progress_bar
 from bayesrank.studies.sensitivity import make_executor
@@ -27,6 +31,14 @@ __all__ = ["EXECUTORS", "run_cells"]
 
 #: the executors a study takes (``--executor``)
 EXECUTORS = ("local", "dask")
+
+
+def _in_precision(fn: Callable, x64: bool, payload):
+    """fn(payload) with JAX's float64 switch as the caller had it (a fresh worker
+    starts in float32; a process that ran ``bayesrank calibrate`` is in float64)."""
+    if bool(jax.config.jax_enable_x64) != x64:
+        jax.config.update("jax_enable_x64", x64)
+    return fn(payload)
 
 
 def run_cells(fn: Callable, payloads: list, *, executor: str = "local",
@@ -54,7 +66,9 @@ def run_cells(fn: Callable, payloads: list, *, executor: str = "local",
     out = [None] * len(payloads)
     bar = progress_bar(len(payloads), desc, unit="cell", enabled=progress)
     try:
-        for i, result in ex.map(fn, list(payloads)):
+        task = fn if executor == "local" else functools.partial(
+            _in_precision, fn, bool(jax.config.jax_enable_x64))
+        for i, result in ex.map(task, list(payloads)):
             out[i] = result
             bar.update(1)
     finally:

@@ -28,6 +28,34 @@ def test_local_and_dask_return_every_cell_in_order():
         run_cells(abs, payloads, executor="spark")
 
 
+@pytest.mark.heavy  # a LocalCluster process: about 10 s
+def test_dask_workers_compute_in_the_callers_precision():
+    """A worker mirrors the caller's float64 switch (a process that ran the
+    calibrate CLI is in float64; a fresh worker would not be)."""
+    import sys
+
+    import cloudpickle
+    import jax
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker has no tests/
+    before = bool(jax.config.jax_enable_x64)
+    try:
+        for x64 in (True, False):
+            jax.config.update("jax_enable_x64", x64)
+            got = run_cells(_dtype_of_a_draw, [0], executor="dask", workers=1,
+                            progress=False)
+            assert got == ["float64" if x64 else "float32"]
+    finally:
+        jax.config.update("jax_enable_x64", before)
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def _dtype_of_a_draw(seed):
+    import jax
+
+    return str(jax.random.normal(jax.random.key(seed)).dtype)
+
+
 @pytest.mark.heavy  # Dask workers and a study's cells: 5-15 s each
 def test_units_cells_on_dask_equal_one_call():
     """Two (w, prior, c) cells as Dask tasks, merged, against one units_cells call."""
@@ -103,10 +131,29 @@ def test_reproduce_on_dask_equals_one_process(tmp_path):
         xr.testing.assert_identical(a, b)
 
 
+@pytest.mark.heavy  # Dask workers and two tiny SBC cases: about 20 s
+def test_calibration_on_dask_equals_one_process():
+    from bayesrank.studies.calibration import registry
+    from bayesrank.studies.calibration.study import run_study
+
+    s = registry.QUICK._replace(n_sims=20, draws=9, n_obs=10, n_grid=(5,), n_null=200)
+    names = ["LaplaceGLM-logistic", registry.model_names(s)[0]]
+    one = run_study(s, names)
+    dask = run_study(s, names, executor="dask", workers=2)
+    assert list(one["model"].values) == list(dask["model"].values)
+    np.testing.assert_array_equal(one["p_value"].values, dask["p_value"].values)
+    np.testing.assert_array_equal(one["by_n"]["p_value_by_n"].values,
+                                  dask["by_n"]["p_value_by_n"].values)
+    for name in names:
+        np.testing.assert_array_equal(one[f"models/{name}"]["ranks"].values,
+                                      dask[f"models/{name}"]["ranks"].values)
+
+
 @pytest.mark.parametrize("argv, name", [
     (["study", "units", "--scheduler", "tcp://x:1"], "--scheduler"),
     (["study", "units", "--executor", "dask", "--workers", "0"], "--workers"),
     (["reproduce", "tightness", "--scheduler", "tcp://x:1"], "--scheduler"),
+    (["calibrate", "--quick", "--scheduler", "tcp://x:1"], "--scheduler"),
 ])
 def test_the_cli_refuses_executor_options_it_cannot_honour(argv, name, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:

@@ -15,7 +15,8 @@ __all__ = ["run_calibrate_cli"]
 
 
 def run_calibrate_cli(
-    quick: bool = False, out=None, models=None, seed: int = 0
+    quick: bool = False, out=None, models=None, seed: int = 0, executor: str = "local",
+    scheduler: str | None = None, workers: int = 2,
 ) -> Path:
     """Run the calibration study and write ``calibration.nc``, PNGs and a report.
 
@@ -24,6 +25,7 @@ def run_calibrate_cli(
         out: output folder (default ``calibration`` or ``calibration-quick``).
         models: labels to run (default all).
         seed: the study's seed.
+        executor, scheduler, workers: where the cases run (:func:`run_study`).
 
     Returns:
         The path of the markdown report.
@@ -53,7 +55,8 @@ def run_calibrate_cli(
         "calibration-quick" if quick else "calibration")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    dt = run_study(settings, names, verbose=True)
+    dt = run_study(settings, names, verbose=True, executor=executor, scheduler=scheduler,
+                   workers=workers)
     save(dt, out / "calibration.nc")
     report = write_report(dt, out)
     print(f"calibrate: {len(names)} models in {time.perf_counter() - start:.0f} s "

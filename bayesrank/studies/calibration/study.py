@@ -32,6 +32,7 @@ from bayesrank.studies.calibration.inloop import run_inloop
 from bayesrank.studies.calibration.ranks import pit_from_ranks
 from bayesrank.studies.calibration.sbc import run_sbc
 from bayesrank.studies.calibration.uniformity import power, uniformity_test
+from bayesrank.studies.cells import run_cells
 
 __all__ = ["ALPHA", "TEST_DESCRIPTION", "coverage90", "run_study", "save"]
 
@@ -119,8 +120,92 @@ def _power_node(s):
                              "reps": reps, "alpha": ALPHA})
 
 
+def _test(s):
+    return lambda ranks, M: uniformity_test(pit_from_ranks(ranks, M, seed=s.seed),
+                                            n_null=s.n_null, seed=s.seed + 2024)
+
+
+def case_cell(payload: dict):
+    """One SBC case of :func:`run_study` from a payload (keys settings, index,
+    verbose): ``(name, node, row, by_n or None)``. A task of the study's executor."""
+    s, i = payload["settings"], payload["index"]
+    case, design, test = registry.CASES[i], s.design, _test(s)
+    key = jax.random.key(s.seed)
+    t0 = time.perf_counter()
+    model = case.build(s, s.n_obs)
+    gen = None if case.generative is None else case.generative()
+    draws = s.nuts_draws if case.mcmc else s.draws
+    thin = s.nuts_thin if case.mcmc else 1
+    warm = s.nuts_warmup if case.mcmc else 0
+    n_sims = s.nuts_sims if case.mcmc else s.n_sims
+    res = run_sbc(jax.random.fold_in(key, i), model, generative=gen, design=design,
+                  n_obs=s.n_obs, n_sims=n_sims, draws=draws, thin_every=thin,
+                  warmup=warm)
+    t = test(res.ranks, draws)
+    attrs = {"L": design.L, "d": design.d, "thinning": thin, "warmup": warm,
+             "n_obs": s.n_obs, "kind": case.kind, "lag1": res.lag1}
+    node = _node(res.ranks, draws, t, attrs)
+    row = (t, n_sims, draws, thin, warm, case.kind)
+    if payload["verbose"]:
+        print(f"{case.name}: p = {t.p_value:.3g} ({time.perf_counter() - t0:.0f} s)",
+              flush=True)
+    curve = None
+    if case.kind == "approximate" and s.n_grid:
+        curve = []
+        for j, n in enumerate(s.n_grid):
+            m_n = case.build(s, int(n))
+            r = run_sbc(jax.random.fold_in(key, 1000 * (i + 1) + j), m_n,
+                        generative=gen, design=design, n_obs=int(n),
+                        n_sims=s.n_sims, draws=draws)
+            u = pit_from_ranks(r.ranks, draws, seed=s.seed)
+            curve.append((test(r.ranks, draws).p_value, coverage90(r.ranks, draws),
+                          _ks(u)))
+        curve = np.asarray(curve)
+        if payload["verbose"]:
+            print(f"{case.name}: by n done ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
+    return case.name, node, row, curve
+
+
+def inloop_cell(payload: dict) -> list:
+    """The in-loop rounds of :func:`run_study` from a payload (keys settings,
+    rounds, verbose): ``[(name, node, row), ...]``. A task of the executor."""
+    s, rounds = payload["settings"], payload["rounds"]
+    design, test = s.design, _test(s)
+    t0 = time.perf_counter()
+    res = run_inloop(
+        jax.random.fold_in(jax.random.key(s.seed), 777),
+        registry.INLOOP.build(s, rounds[-1]),
+        lambda n: registry.INLOOP.reference(s, n), rounds=rounds,
+        n_runs=s.inloop_runs, draws=s.ref_draws, thin_every=s.ref_thin,
+        warmup=s.ref_warmup, design=design,
+    )
+    out = []
+    for r_i, t_round in enumerate(res.rounds):
+        name = f"{registry.INLOOP.prefix}{t_round}"
+        t = test(res.ranks[r_i], res.M)
+        attrs = {"L": design.L, "d": design.d, "thinning": s.ref_thin,
+                 "warmup": s.ref_warmup, "n_obs": t_round - 1, "kind": "in-loop",
+                 "lag1": res.lag1[r_i], "adapting_share": res.adapting[r_i],
+                 "round": t_round,
+                 "reference": "fresh-chain BayesGLM on the same t - 1 impressions"}
+        out.append((name, _node(res.ranks[r_i], res.M, t, attrs),
+                    (t, s.inloop_runs, res.M, s.ref_thin, s.ref_warmup, "in-loop")))
+    if payload["verbose"]:
+        print(f"in-loop rounds {list(rounds)}: done ({time.perf_counter() - t0:.0f} s)",
+              flush=True)
+    return out
+
+
+def _dispatch(task):
+    """Run ``(fn, payload)``: one picklable task for both kinds of cell."""
+    fn, payload = task
+    return fn(payload)
+
+
 def run_study(settings: registry.Settings = registry.FULL, names=None, *,
-              verbose: bool = False):
+              verbose: bool = False, executor: str = "local",
+              scheduler: str | None = None, workers: int = 2):
     """Run the named registry entries (default: all) and test their ranks.
 
     Args:
@@ -128,6 +213,10 @@ def run_study(settings: registry.Settings = registry.FULL, names=None, *,
         names: labels from :func:`registry.model_names` (in-loop labels may name any
             round), or None for all.
         verbose: print progress.
+        executor: "local" (here, one case after the other) or "dask": each SBC case
+            and the in-loop rounds a task (:func:`bayesrank.studies.cells.run_cells`,
+            with ``scheduler`` and ``workers``); each case's keys come from the
+            seed and its index, so the results do not depend on where it ran.
 
     Returns:
         xarray.DataTree (layout in the module docstring).
@@ -140,69 +229,28 @@ def run_study(settings: registry.Settings = registry.FULL, names=None, *,
     names = _resolve(names, settings)
     s = settings
     design = s.design
-    key = jax.random.key(s.seed)
-    test = lambda ranks, M: uniformity_test(pit_from_ranks(ranks, M, seed=s.seed),
-                                            n_null=s.n_null, seed=s.seed + 2024)
-    nodes, rows, by_n = {}, {}, {}
-    base = {"L": design.L, "d": design.d}
-
-    def log(msg):
-        if verbose:
-            print(msg, flush=True)
-
-    for i, case in enumerate(registry.CASES):
-        if case.name not in names:
-            continue
-        t0 = time.perf_counter()
-        model = case.build(s, s.n_obs)
-        gen = None if case.generative is None else case.generative()
-        draws = s.nuts_draws if case.mcmc else s.draws
-        thin = s.nuts_thin if case.mcmc else 1
-        warm = s.nuts_warmup if case.mcmc else 0
-        n_sims = s.nuts_sims if case.mcmc else s.n_sims
-        res = run_sbc(jax.random.fold_in(key, i), model, generative=gen, design=design,
-                      n_obs=s.n_obs, n_sims=n_sims, draws=draws, thin_every=thin,
-                      warmup=warm)
-        t = test(res.ranks, draws)
-        attrs = {**base, "thinning": thin, "warmup": warm, "n_obs": s.n_obs,
-                 "kind": case.kind, "lag1": res.lag1}
-        nodes[case.name] = _node(res.ranks, draws, t, attrs)
-        rows[case.name] = (t, n_sims, draws, thin, warm, case.kind)
-        log(f"{case.name}: p = {t.p_value:.3g} ({time.perf_counter() - t0:.0f} s)")
-        if case.kind == "approximate" and s.n_grid:
-            curve = []
-            for j, n in enumerate(s.n_grid):
-                m_n = case.build(s, int(n))
-                r = run_sbc(jax.random.fold_in(key, 1000 * (i + 1) + j), m_n,
-                            generative=gen, design=design, n_obs=int(n),
-                            n_sims=s.n_sims, draws=draws)
-                u = pit_from_ranks(r.ranks, draws, seed=s.seed)
-                curve.append((test(r.ranks, draws).p_value, coverage90(r.ranks, draws),
-                              _ks(u)))
-            by_n[case.name] = np.asarray(curve)
-            log(f"{case.name}: by n done ({time.perf_counter() - t0:.0f} s)")
-
+    common = {"settings": s, "verbose": verbose and executor == "local"}
+    payloads = [{**common, "index": i} for i, case in enumerate(registry.CASES)
+                if case.name in names]
     rounds = sorted(int(n[len(registry.INLOOP.prefix):]) for n in names
                     if n.startswith(registry.INLOOP.prefix))
+    fns = [case_cell] * len(payloads)
     if rounds:
-        t0 = time.perf_counter()
-        T = rounds[-1]
-        res = run_inloop(
-            jax.random.fold_in(key, 777), registry.INLOOP.build(s, T),
-            lambda n: registry.INLOOP.reference(s, n), rounds=rounds,
-            n_runs=s.inloop_runs, draws=s.ref_draws, thin_every=s.ref_thin,
-            warmup=s.ref_warmup, design=design,
-        )
-        for r_i, t_round in enumerate(res.rounds):
-            name = f"{registry.INLOOP.prefix}{t_round}"
-            t = test(res.ranks[r_i], res.M)
-            attrs = {**base, "thinning": s.ref_thin, "warmup": s.ref_warmup,
-                     "n_obs": t_round - 1, "kind": "in-loop", "lag1": res.lag1[r_i],
-                     "adapting_share": res.adapting[r_i], "round": t_round,
-                     "reference": "fresh-chain BayesGLM on the same t - 1 impressions"}
-            nodes[name] = _node(res.ranks[r_i], res.M, t, attrs)
-            rows[name] = (t, s.inloop_runs, res.M, s.ref_thin, s.ref_warmup, "in-loop")
-        log(f"in-loop rounds {rounds}: done ({time.perf_counter() - t0:.0f} s)")
+        payloads.append({**common, "rounds": rounds})
+        fns.append(inloop_cell)
+    results = run_cells(_dispatch, list(zip(fns, payloads)), executor=executor,
+                        scheduler=scheduler, workers=workers,
+                        progress=verbose and executor != "local", desc="calibrate")
+    nodes, rows, by_n = {}, {}, {}
+    for fn, res in zip(fns, results):
+        if fn is case_cell:
+            name, node, row, curve = res
+            nodes[name], rows[name] = node, row
+            if curve is not None:
+                by_n[name] = curve
+        else:
+            for name, node, row in res:
+                nodes[name], rows[name] = node, row
 
     order = [n for n in names if n in rows]
     ts = [rows[n][0] for n in order]
