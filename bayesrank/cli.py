@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--scheduler", default=None, help="address of a running Dask scheduler"
     )
+    s.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="with --executor dask: the LocalCluster's worker processes "
+                   "(default: the config's, 2)")
 
     b = sub.add_parser("bench", help="run the benchmarks and print their tables")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -276,6 +279,7 @@ def main(argv=None) -> int:
                 out=args.out,
                 executor=args.executor,
                 scheduler=args.scheduler,
+                workers=args.workers,
             )
         elif args.command == "bench":
             _run_bench(args.which, quick=args.quick)

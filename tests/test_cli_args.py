@@ -55,3 +55,17 @@ def test_w_reaches_the_units_study_and_only_it(monkeypatch, tmp_path):
     assert "ws" not in seen  # the runner's default: both
     with pytest.raises(ValueError, match="--w: applies to the units study only"):
         cli.run(_study_args("obd", ws=["known"]))
+
+
+def test_workers_reach_the_sweep_and_a_bad_count_is_refused(monkeypatch, tmp_path, capsys):
+    from bayesrank.cli import main
+    from bayesrank.studies.sensitivity import cli as sweep_cli
+
+    seen = {}
+    monkeypatch.setattr(sweep_cli, "run_sweep_cli", lambda path, **kw: seen.update(kw))
+    assert main(["sweep", "examples/sweep.toml", "--executor", "dask", "--workers",
+                 "3"]) == 0
+    assert seen["workers"] == 3 and seen["executor"] == "dask"
+    with pytest.raises(SystemExit):
+        main(["sweep", "examples/sweep.toml", "--workers", "0"])
+    assert "--workers" in capsys.readouterr().err

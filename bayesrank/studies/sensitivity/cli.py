@@ -21,7 +21,8 @@ def _slug(text: str) -> str:
 
 
 def run_sweep_cli(
-    config_path, quick: bool = False, out=None, executor=None, scheduler=None
+    config_path, quick: bool = False, out=None, executor=None, scheduler=None,
+    workers: int | None = None,
 ) -> Path:
     """Validate the config, run (or resume) the sweep, write NetCDF, figures, report.
 
@@ -31,6 +32,7 @@ def run_sweep_cli(
         out: output folder (default ``sweeps/<config name>[-quick]``).
         executor: "local" or "dask" (default: the config's).
         scheduler: a Dask scheduler address (implies ``executor="dask"``).
+        workers: the LocalCluster's worker processes (default: the config's).
 
     Returns:
         The path of the markdown report.
@@ -87,7 +89,7 @@ def run_sweep_cli(
         f"sweep: {n} cells, T={spec.settings.T}, runs={spec.settings.runs}, "
         f"executor={executor or spec.settings.executor} -> {out}"
     )
-    ds = run_sweep(spec, out, executor=executor, scheduler=scheduler)
+    ds = run_sweep(spec, out, executor=executor, scheduler=scheduler, workers=workers)
     report = write_report(ds, out)
     print(f"results: {out / 'results.nc'}")
     print(f"report:  {report}")
