@@ -56,6 +56,37 @@ def _dtype_of_a_draw(seed):
     return str(jax.random.normal(jax.random.key(seed)).dtype)
 
 
+def _dies_once(payload):
+    """Kill this worker the first time (the marker file absent), answer the second."""
+    import os
+    from pathlib import Path
+
+    marker = Path(payload["marker"])
+    if not marker.exists():
+        marker.write_text("killed once")
+        os._exit(1)  # the worker process dies mid-task, as a killed worker would
+    return payload["value"] * 2
+
+
+@pytest.mark.heavy  # a LocalCluster whose worker dies and restarts: about 15 s
+def test_a_killed_workers_cell_is_rerun_not_lost(tmp_path):
+    import sys
+
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        payloads = [{"marker": str(tmp_path / "m"), "value": 21}, {"marker": str(
+            tmp_path / "m2"), "value": 1}]
+        (tmp_path / "m2").write_text("never killed")
+        got = run_cells(_dies_once, payloads, executor="dask", workers=2,
+                        progress=False)
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert got == [42, 2]
+    assert (tmp_path / "m").read_text() == "killed once"
+
+
 @pytest.mark.heavy  # Dask workers and a study's cells: 5-15 s each
 def test_units_cells_on_dask_equal_one_call():
     """Two (w, prior, c) cells as Dask tasks, merged, against one units_cells call."""
