@@ -66,11 +66,10 @@ __all__ = [
 
 def obd_cell(payload: dict):
     """One w_max of the study (every policy's runs on its environment) from a
-    JSON-like payload (keys cfg (a :class:`StudyConfig` as a dict), seed, w_max,
+    payload (keys cfg (the :class:`StudyConfig`), seed, w_max,
     names): the results with the environment's parameters, and the versions. The
     task :func:`run_obd_study` sends to its executor."""
-    cfg = StudyConfig(**{k: tuple(v) if isinstance(v, list) else v
-                         for k, v in payload["cfg"].items()})
+    cfg = payload["cfg"]
     env = build_env(cfg, payload["w_max"])
     ds = simulate(env, policy_factories(env, cfg, payload["names"]), T=cfg.T,
                   runs=cfg.runs, seed=payload["seed"], progress=False)
@@ -129,7 +128,7 @@ def run_obd_study(
             env = build_env(cfg, w_max)
             print(f"w_max={w_max:g}: w={[round(float(x), 2) for x in env.w]}, "
                   f"{cfg.runs} runs x {cfg.T} rounds", flush=True)
-    payloads = [{"cfg": cfg._asdict(), "seed": seed, "w_max": float(w_max),
+    payloads = [{"cfg": cfg, "seed": seed, "w_max": float(w_max),
                  "names": None if names is None else list(names)} for w_max in cfg.w_max]
     cells = run_cells(obd_cell, payloads, executor=executor, scheduler=scheduler,
                       workers=workers, progress=progress and executor != "local",

@@ -356,13 +356,12 @@ def _examination_estimate(lists, rewards, feedback, K, seed) -> np.ndarray:
 
 
 def click_cell(payload: dict) -> dict:
-    """One (env, logger, n) cell of :func:`run_click_grid` from a JSON-like payload
-    (keys cfg (a :class:`ClickStudyConfig` as a dict), seed, env, logger, n): every
+    """One (env, logger, n) cell of :func:`run_click_grid` from a payload
+    (keys cfg (the :class:`ClickStudyConfig`), seed, env, logger, n): every
     log's estimates ``"estimates"`` (logs, estimators, 4) and the examination
     estimate on its first log ``"exam"`` (L, 3; NaN where not estimated). The task
     the grid sends to its executor."""
-    cfg = ClickStudyConfig(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in payload["cfg"].items()})
+    cfg = payload["cfg"]
     name, gname, n, seed = payload["env"], payload["logger"], payload["n"], payload["seed"]
     env, logger = build_click_env(name, cfg), build_click_logger(gname, cfg)
     target = np.asarray(env.best(distinct=True)[0], np.int64)
@@ -422,7 +421,7 @@ def run_click_grid(cfg: ClickStudyConfig, seed: int = 0, *, progress: bool = Tru
             lim = ips_limits(env, logger, target)
             limit[a, b] = [lim[k] for k in IPS]
     index = [(a, b, c) for a in range(E) for b in range(G) for c in range(N)]
-    payloads = [{"cfg": cfg._asdict(), "seed": seed, "env": cfg.envs[a],
+    payloads = [{"cfg": cfg, "seed": seed, "env": cfg.envs[a],
                  "logger": cfg.loggers[b], "n": cfg.n[c]} for a, b, c in index]
     cells = run_cells(click_cell, payloads, executor=executor, scheduler=scheduler,
                       workers=workers, progress=progress, desc="study ope --click-models")

@@ -307,11 +307,9 @@ def position_ips_limit(env, logger, target) -> float:
 
 def grid_cell(payload: dict) -> np.ndarray:
     """Every log's estimates (logs, estimators, 4) of one (K, L, w_max, logger, n)
-    cell of :func:`run_grid`, from a JSON-like payload (keys cfg (an
-    :class:`OPEStudyConfig` as a dict), seed, K, L, w_max, logger, n): the task the
-    grid sends to its executor."""
-    cfg = OPEStudyConfig(**{k: tuple(v) if isinstance(v, list) else v
-                            for k, v in payload["cfg"].items()})
+    cell of :func:`run_grid`, from a payload (keys cfg (the :class:`OPEStudyConfig`),
+    seed, K, L, w_max, logger, n): the task the grid sends to its executor."""
+    cfg = payload["cfg"]
     K, L, name, n = payload["K"], payload["L"], payload["logger"], payload["n"]
     env = build_env(cfg, K, L, payload["w_max"])
     logger = build_logger(name, env, cfg)
@@ -366,7 +364,7 @@ def run_grid(cfg: OPEStudyConfig, seed: int = 0, *, progress: bool = True,
                             n * float(np.min(own[f"pscore_{ev}"])) for ev in HIT_EVENTS
                         ]
                         index.append((a, b, c, e, f))
-                        payloads.append({"cfg": cfg._asdict(), "seed": seed, "K": K,
+                        payloads.append({"cfg": cfg, "seed": seed, "K": K,
                                          "L": L, "w_max": float(w_max), "logger": name,
                                          "n": n})
     cells = run_cells(grid_cell, payloads, executor=executor, scheduler=scheduler,
