@@ -253,14 +253,16 @@ class FixedScaleLaplace(Part):
         n_max = x_buf.shape[1]
         mask = jnp.arange(n_max) < jnp.minimum(n, n_max)[:, None]
         dtype = x_buf.dtype
-        lam = jnp.asarray(self.lam if lam is None else lam, dtype)
+        # a scalar or one ridge weight per position
+        lam = jnp.broadcast_to(jnp.asarray(self.lam if lam is None else lam, dtype),
+                               n.shape)
         tol = max(self.tol, 64.0 * float(jnp.finfo(dtype).eps))
         refresh = self.refresh_tol(dtype)
         refresh = None if refresh is None else max(refresh, tol)
 
         rows = jnp.max(jnp.minimum(n, n_max))  # rows held, the same for all positions
 
-        def one(x, y, m, t0, c0):
+        def one(x, y, m, t0, c0, lam):
             th, ch, _ = newton_map(
                 self.link.name, lam, x, y, m, t0, tol,
                 self.max_iter, chol0=c0, refresh_tol=refresh, rows=rows,
@@ -268,7 +270,7 @@ class FixedScaleLaplace(Part):
             )
             return th, ch
 
-        return jax.vmap(one)(x_buf, y_buf, mask, theta0, chol0)
+        return jax.vmap(one)(x_buf, y_buf, mask, theta0, chol0, lam)
 
     def draw(self, key, state):
         """One theta per position from N(MAP, H^{-1}) (a triangular solve each).

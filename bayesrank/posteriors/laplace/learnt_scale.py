@@ -1,3 +1,4 @@
+# Over 450 lines because: one class, LearntScaleLaplace, whose contract (update, draws, DataTree, files) serves both ways of integrating tau (the fixed grid and the adaptive nodes); splitting it would split the class.
 """Laplace GLM posterior that learns theta's prior scale (non-identity links).
 
 For each position independently (Bernoulli or Poisson rewards: no noise scale)::
@@ -56,20 +57,21 @@ from bayesrank.posteriors import buffers, linalg
 from bayesrank.posteriors.datatree import make_datatree
 from bayesrank.posteriors.host_sampler import host_rng
 from bayesrank.posteriors.hyperprior import cell_spread, log_density, valid_hyperprior
-from bayesrank.posteriors.laplace import glm_fit
+from bayesrank.posteriors.laplace import glm_fit, scale_nodes
 from bayesrank.posteriors.laplace.fixed_scale import FixedScaleLaplace
 from bayesrank.posteriors.laplace.glm_fit import loglik
-from bayesrank.posteriors.w_prior import prior_config, prior_from_config, prior_range
+from bayesrank.posteriors.w_prior import prior_config, prior_from_config
 
-__all__ = ["GRID", "TAIL", "LearntScaleLaplace", "LearntScaleLaplaceState",
-           "default_tau_hyperprior", "tau_grid"]
+__all__ = ["GRID", "NODES", "TAIL", "LearntScaleLaplace", "LearntScaleLaplaceState",
+           "ScaleNodesState", "default_tau_hyperprior", "tau_grid"]
 
 #: Nodes of the grid of log tau.
 GRID = 24
 #: Hyperprior quantiles at the grid's end nodes (their cells hold the tails).
 TAIL = 0.01
-#: Points of the fine grid that integrates the hyperprior into cell masses.
-_FINE = 4001
+#: How tau is integrated: nodes around the posterior's mode (the default) or the
+#: fixed grid (the reference).
+NODES = ("adaptive", "grid")
 
 
 class LearntScaleLaplaceState(NamedTuple):
@@ -87,6 +89,28 @@ class LearntScaleLaplaceState(NamedTuple):
     n: jax.Array  # (L,) int32, observations received (may exceed n_max: window)
     theta: jax.Array  # (L, G, p) MAP at each node of the grid of tau
     chol: jax.Array  # (L, G, p, p) lower factor of the Hessian at each node's MAP
+
+
+class ScaleNodesState(NamedTuple):
+    """Buffers and the nodes of tau around its posterior's mode
+    (:mod:`~bayesrank.posteriors.laplace.scale_nodes`), leading axis L.
+
+    Example:
+        >>> from bayesrank.posteriors import LaplaceGLM
+        >>> model = LearntScaleLaplace("logistic", None, n_max=10, nodes="adaptive")
+        >>> state = model.init(L=2, p=3)
+        >>> state.theta.shape, state.log_tau.shape
+        ((2, 13, 3), (2, 13))
+    """
+
+    x: jax.Array  # (L, n_max, p) ring buffer of features
+    y: jax.Array  # (L, n_max) ring buffer of rewards
+    n: jax.Array  # (L,) int32, observations received (may exceed n_max: window)
+    theta: jax.Array  # (L, J, p) each node's MAP
+    chol: jax.Array  # (L, J, p, p) lower factor of each node's Hessian
+    log_tau: jax.Array  # (L, J) the nodes, uniform in log tau
+    log_pi: jax.Array  # (L, J) log hyperprior mass of each node's cell
+    log_w: jax.Array  # (L, J) normalised log posterior weight of each node
 
 
 def default_tau_hyperprior():
@@ -120,17 +144,7 @@ def tau_grid(prior=None, G: int = GRID, tail: float = TAIL):
         >>> round(float(np.exp(logw).sum()), 6), log_t.shape
         (1.0, (24,))
     """
-    if prior is None:
-        lo, hi = math.tan(0.5 * math.pi * 1e-6), math.tan(0.5 * math.pi * (1 - 1e-6))
-    else:
-        lo, hi = (float(np.asarray(a).reshape(-1)[0]) for a in prior_range(prior))
-        lo = max(lo, 1e-12 * max(hi, 1.0))
-    fine = np.linspace(math.log(lo), math.log(hi), _FINE)
-    dens = log_density(prior, np.exp(fine)) + fine  # density in log tau
-    dens = np.where(np.isfinite(dens), dens, -np.inf)
-    mass = np.exp(dens - np.max(dens))
-    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (mass[1:] + mass[:-1]))])
-    cdf /= cdf[-1]
+    fine, cdf = scale_nodes.prior_table(prior)
     a, b = np.interp([tail, 1.0 - tail], cdf, fine)
     log_t = np.linspace(a, b, G)
     edges = np.interp(0.5 * (log_t[1:] + log_t[:-1]), fine, cdf)
@@ -138,8 +152,17 @@ def tau_grid(prior=None, G: int = GRID, tail: float = TAIL):
     return log_t, np.log(np.maximum(cell, 1e-300))
 
 
+def node_spread(nodes, k, frac):
+    """``nodes`` (L, J) uniform per position, k (..., L) node indices: each drawn
+    node moved to the place ``frac`` in [0, 1] of its cell in log tau."""
+    at = jnp.take_along_axis(jnp.broadcast_to(nodes, k.shape[:-1] + nodes.shape),
+                             k[..., None], -1)[..., 0]
+    return at + (nodes[:, 1] - nodes[:, 0]) * (frac - 0.5)
+
+
 #: LearntScaleLaplace.update compiled once per model configuration.
 _UPDATE = jit_method("_update_core")
+_UPDATE_NODES = jit_method("_update_nodes")
 
 
 class LearntScaleLaplace(Part):
@@ -155,6 +178,11 @@ class LearntScaleLaplace(Part):
             ``LaplaceGLM()`` took :func:`default_tau_hyperprior`) or a
             scalar NumPyro distribution on (0, inf): the hyperprior of tau.
         n_max, tol, max_iter, hessian_tol: as :class:`LaplaceGLM` (every node's fit).
+        nodes: "grid" (the default: the 24 fixed nodes, a Newton fit each) or
+            "adaptive" (13 nodes around the mode of log tau's posterior, moved
+            with it, one Newton fit a round,
+            :mod:`~bayesrank.posteriors.laplace.scale_nodes`; known w only for
+            now, not yet the default: docs/design-choices.md).
 
     Raises:
         ValueError: the identity link (use ``GaussianLinear``), a hyperprior that is
@@ -171,7 +199,7 @@ class LearntScaleLaplace(Part):
     learnt_scale = True
 
     def __init__(self, link="logistic", prior_scale=None, *, n_max: int = 2000,
-                 tol=1e-10, max_iter: int = 50, hessian_tol=None):
+                 tol=1e-10, max_iter: int = 50, hessian_tol=None, nodes="grid"):
         base = FixedScaleLaplace(link, 1.0, n_max=n_max, tol=tol, max_iter=max_iter,
                           hessian_tol=hessian_tol)  # checks the shared arguments
         if base.link.name == "identity":
@@ -184,7 +212,21 @@ class LearntScaleLaplace(Part):
         self.n_max, self.tol, self.max_iter = base.n_max, base.tol, base.max_iter
         self.hessian_tol = base.hessian_tol
         self.hyperprior = valid_hyperprior(prior_scale, "prior_scale")
+        if not isinstance(nodes, str) or nodes not in NODES:
+            raise ValueError(f"nodes: expected one of {NODES}, got {nodes!r}")
+        self.nodes = nodes
+        #: the fixed grid (the nodes of ``nodes="grid"``) and its cells' masses
         self.log_tau, self.log_w0 = tau_grid(self.hyperprior)
+        if nodes == "adaptive":
+            self._table = scale_nodes.prior_table(self.hyperprior)
+            rho, cdf = self._table
+            mass = np.diff(cdf)
+            mid = 0.5 * (rho[1:] + rho[:-1])
+            mean = float(mass @ mid)
+            #: the nodes' first centre and largest spread: the hyperprior's mean and
+            #: sd in log tau
+            self.centre0 = mean
+            self.spread0 = float(np.sqrt(mass @ (mid - mean) ** 2))
 
     #: what ``LaplaceGLM(prior_scale=None)`` passes as the hyperprior
     default_hyperprior = staticmethod(default_tau_hyperprior)
@@ -192,8 +234,9 @@ class LearntScaleLaplace(Part):
     def __repr__(self) -> str:
         hp = ("None" if self.hyperprior is None
               else f"{type(self.hyperprior).__name__}(...)")
+        grid = ", nodes='adaptive'" if self.nodes == "adaptive" else ""
         return (f"LaplaceGLM(link={self.link.name!r}, prior_scale={hp}, "
-                f"n_max={self.n_max})")
+                f"n_max={self.n_max}{grid})")
 
     def label(self) -> str:
         """Short name for reports."""
@@ -203,10 +246,20 @@ class LearntScaleLaplace(Part):
         return jnp.exp(-2.0 * jnp.asarray(self.log_tau, dtype))
 
     # ------------------------------------------------------------------ contract
-    def init(self, L: int, p: int) -> LearntScaleLaplaceState:
+    def init(self, L: int, p: int) -> LearntScaleLaplaceState | ScaleNodesState:
         """The prior: every node's MAP 0 and Hessian I / tau_k^2, empty buffers."""
         s = self._base.init(L, p)
         dtype = s.theta.dtype
+        if self.nodes == "adaptive":
+            rho = jnp.broadcast_to(jnp.asarray(
+                self.centre0 + self.spread0 * scale_nodes.Z, dtype),
+                (L, len(scale_nodes.Z)))
+            log_pi = scale_nodes.cell_log_mass(rho, self._table)
+            eye = jnp.eye(p, dtype=dtype)
+            return ScaleNodesState(
+                s.x, s.y, s.n, jnp.zeros((L, rho.shape[1], p), dtype),
+                jnp.exp(-rho)[..., None, None] * eye, rho, log_pi,
+                log_pi - jax.scipy.special.logsumexp(log_pi, -1, keepdims=True))
         G = len(self.log_tau)
         eye = jnp.eye(s.theta.shape[1], dtype=dtype)
         chol = jnp.exp(-jnp.asarray(self.log_tau, dtype))[:, None, None] * eye
@@ -218,7 +271,49 @@ class LearntScaleLaplace(Part):
         """Add one observation per position and refit every node's MAP and Hessian:
         x (L, p), y (L,), valid (L,) bool (False leaves the position bit for bit)."""
         x, y, valid = buffers.valid_update(state, x, y, valid)
+        if self.nodes == "adaptive":
+            return _UPDATE_NODES(self, state, x, y, valid)
         return _UPDATE(self, state, x, y, valid)
+
+    def _update_nodes(self, state, x, y, valid) -> ScaleNodesState:
+        """The adaptive nodes' round (:mod:`~bayesrank.posteriors.laplace.scale_nodes`)."""
+        L, n_max, p = state.x.shape
+        dtype = state.x.dtype
+        eye = jnp.eye(p, dtype=dtype)
+        x_buf, y_buf, n = buffers.append_rows(state, x, y, valid)
+        # the nodes move to the posterior's mean and sd after the last round
+        m, s = scale_nodes.centre_spread(state.log_tau, state.log_w, self.spread0)
+        rho = m[:, None] + s[:, None] * jnp.asarray(scale_nodes.Z, dtype)
+        lam_c = jnp.exp(-2.0 * m)
+        # the exact fit at the centre, from the last centre's MAP moved to lam_c by
+        # one Newton step, its first Hessian the last one's at lam_c plus the new row
+        c = len(scale_nodes.Z) // 2
+        th_old, ch_old = state.theta[:, c], state.chol[:, c]
+        lam_old = jnp.exp(-2.0 * state.log_tau[:, c])
+        th0, ch0, _ = scale_nodes.node_fits(th_old, ch_old, lam_old, lam_c[:, None])
+        th0, ch0 = th0[:, 0], ch0[:, 0]
+        eta = jnp.einsum("lp,lp->l", th0, x)
+        d2 = glm_fit.link_derivatives(self.link.name)(eta, y)[1]
+        row = jnp.where(valid[:, None], jnp.sqrt(jnp.maximum(d2, 0.0))[:, None] * x, 0.0)
+        ch0 = jax.vmap(linalg.chol_update)(ch0, row)
+        theta_c, chol_c = self._base._fit(x_buf, y_buf, n, th0, ch0, lam_c)
+        lam = jnp.exp(-2.0 * rho)
+        theta, chol, (U, D) = scale_nodes.node_fits(theta_c, chol_c, lam_c, lam)
+        # the centre keeps its exact fit
+        theta = theta.at[:, c].set(theta_c)
+        chol = chol.at[:, c].set(chol_c)
+        inv = 1.0 / (D[:, None, :] + lam[..., None])
+        lik, dlogdet = scale_nodes.node_loglik(self.link.name, x_buf, y_buf, n, theta,
+                                               (U, D, inv), c)
+        log_pi = scale_nodes.cell_log_mass(rho, self._table)
+        logits = log_pi + scale_nodes.log_evidence(lik, theta, chol, rho, dlogdet)
+        logits = jnp.where(jnp.isfinite(logits), logits, -jnp.inf)
+        log_w = logits - jax.scipy.special.logsumexp(logits, -1, keepdims=True)
+        del eye
+        new = ScaleNodesState(x_buf, y_buf, n, theta, chol, rho, log_pi, log_w)
+        return jax.tree.map(
+            lambda a, b: jnp.where(valid.reshape((L,) + (1,) * (a.ndim - 1)), a, b),
+            new, state._replace(x=x_buf, y=y_buf, n=n))
 
     def _update_core(self, state, x, y, valid) -> LearntScaleLaplaceState:
         L, n_max, _ = state.x.shape
@@ -238,29 +333,42 @@ class LearntScaleLaplace(Part):
         return LearntScaleLaplaceState(x_buf, y_buf, n, pick(theta, state.theta),
                                        pick(chol, state.chol))
 
+    def node_log_tau(self, state) -> jax.Array:
+        """(L, J) the nodes in log tau (the grid's, the same at every position, or
+        the adaptive nodes of each position)."""
+        if isinstance(state, ScaleNodesState):
+            return state.log_tau
+        return jnp.broadcast_to(jnp.asarray(self.log_tau, state.x.dtype),
+                                state.theta.shape[:2])
+
+    def node_log_prior(self, state) -> jax.Array:
+        """(L, J) the log hyperprior mass of every node's cell."""
+        if isinstance(state, ScaleNodesState):
+            return state.log_pi
+        return jnp.broadcast_to(jnp.asarray(self.log_w0, state.x.dtype),
+                                state.theta.shape[:2])
+
     def log_evidence(self, state) -> jax.Array:
-        """(L, G) the Laplace log evidence ``log p(y | tau_k)`` at every node (up to
+        """(L, J) the Laplace log evidence ``log p(y | tau_k)`` at every node (up to
         a constant common to the nodes)."""
-        L, n_max, p = state.x.shape
-        dtype = state.x.dtype
-        mask = jnp.arange(n_max) < jnp.minimum(state.n, n_max)[:, None]
-        ll = loglik(self.link.name)
-        eta = jnp.einsum("lnp,lgp->lgn", state.x, state.theta)
-        lik = jnp.sum(jnp.where(mask[:, None, :], ll(eta, state.y[:, None, :]), 0.0), -1)
-        log_tau = jnp.asarray(self.log_tau, dtype)
-        half_logdet = jnp.sum(jnp.log(jnp.diagonal(state.chol, axis1=-2, axis2=-1)), -1)
-        return (lik - 0.5 * jnp.sum(state.theta**2, -1) * self._lams(dtype)
-                - p * log_tau - half_logdet)
+        lik = scale_nodes.node_loglik(self.link.name, state.x, state.y, state.n,
+                                      state.theta)
+        return scale_nodes.log_evidence(lik, state.theta, state.chol,
+                                        self.node_log_tau(state))
 
     def log_weights(self, state) -> jax.Array:
-        """(L, G) the normalised log posterior of tau on the grid."""
-        logits = jnp.asarray(self.log_w0, state.x.dtype) + self.log_evidence(state)
+        """(L, J) the normalised log posterior of tau on the nodes (the adaptive
+        nodes keep it from the last update)."""
+        if isinstance(state, ScaleNodesState):
+            return state.log_w
+        logits = self.node_log_prior(state) + self.log_evidence(state)
         return logits - jax.scipy.special.logsumexp(logits, -1, keepdims=True)
 
     def scale_posterior(self, state):
-        """The grid posterior of tau per position: ``(tau (G,), weights (L, G))``."""
+        """The posterior of tau on the nodes per position: ``(tau (L, J), weights
+        (L, J))``."""
         logw = self.log_weights(state)
-        return jnp.exp(jnp.asarray(self.log_tau, logw.dtype)), jnp.exp(logw)
+        return jnp.exp(self.node_log_tau(state)), jnp.exp(logw)
 
     def _draws(self, key, state, shape):
         """theta (*shape, L, p) and the node index (*shape, L)."""
@@ -295,7 +403,7 @@ class LearntScaleLaplace(Part):
         :meth:`draw_batch`'s for the same key."""
         theta, k = self._draws(key, state, (int(n),))
         u = jax.random.uniform(jax.random.fold_in(key, 1), k.shape, theta.dtype)
-        return theta, jnp.exp(cell_spread(jnp.asarray(self.log_tau, theta.dtype), k, u))
+        return theta, jnp.exp(node_spread(self.node_log_tau(state), k, u))
 
     def mean(self, state) -> jax.Array:
         """(L, p) the posterior mean: the MAPs averaged over tau's grid posterior."""
@@ -315,7 +423,8 @@ class LearntScaleLaplace(Part):
         """
         k = jnp.argmax(self.log_weights(state), -1)
         theta = jnp.take_along_axis(state.theta, k[:, None, None], 1)[:, 0]
-        return theta, self._lams(state.theta.dtype)[k]
+        log_tau = jnp.take_along_axis(self.node_log_tau(state), k[:, None], 1)[:, 0]
+        return theta, jnp.exp(-2.0 * log_tau)
 
     def covariance(self, state) -> jax.Array:
         """(L, p, p) the mixture's covariance (for inspection, not hot paths)."""
@@ -371,7 +480,8 @@ class LearntScaleLaplace(Part):
             sel = k == j
             theta[sel] = means[j] + solve_triangular(chols[j], z[sel].T, lower=True,
                                                      trans="T").T
-        tau = np.exp(cell_spread(np.asarray(self.log_tau), k, rng.uniform(size=N)))
+        nodes = np.asarray(self.node_log_tau(state)[position], float)
+        tau = np.exp(cell_spread(nodes, k, rng.uniform(size=N)))
         lp_theta = (-0.5 * p * np.log(2 * math.pi * tau**2)
                     - 0.5 * np.sum(theta**2, -1) / tau**2)
         X, y = self.data(state, position)
@@ -399,9 +509,12 @@ class LearntScaleLaplace(Part):
             hyper = prior_config(self.hyperprior)
             if hyper["params"] is None:
                 raise ValueError(f"prior_scale: cannot save the hyperprior: {hyper['why']}")
-        return {"class": "LearntScaleLaplace", "link": self.link.name,
-                "prior_scale": hyper, "n_max": self.n_max, "tol": self.tol,
-                "max_iter": self.max_iter, "hessian_tol": self.hessian_tol}
+        cfg = {"class": "LearntScaleLaplace", "link": self.link.name,
+               "prior_scale": hyper, "n_max": self.n_max, "tol": self.tol,
+               "max_iter": self.max_iter, "hessian_tol": self.hessian_tol}
+        if self.nodes != "grid":  # the grid's files stay as they were
+            cfg["nodes"] = self.nodes
+        return cfg
 
     @classmethod
     def from_config(cls, cfg: dict) -> LearntScaleLaplace:
@@ -413,7 +526,7 @@ class LearntScaleLaplace(Part):
         if name != "LearntScaleLaplace":
             raise ValueError(f"cfg: describes a {name!r}, not a 'LearntScaleLaplace'")
         unknown = sorted(set(cfg) - {"link", "prior_scale", "n_max", "tol", "max_iter",
-                                     "hessian_tol"})
+                                     "hessian_tol", "nodes"})
         if unknown:
             raise ValueError(f"cfg: unknown LearntScaleLaplace options {unknown}")
         if isinstance(cfg.get("prior_scale"), dict):

@@ -136,6 +136,10 @@ class LatentLaplace(LatentW):
                 "model: LatentLaplace needs a LaplaceGLM with a logistic, probit or exp "
                 f"link, got {base!r} (the identity link is exact: LatentW)"
             )
+        if getattr(base, "nodes", "grid") != "grid":
+            raise ValueError("model: latent w needs the fixed grid of tau "
+                             "(LearntScaleLaplace(..., nodes='grid')); the adaptive "
+                             "nodes serve a known w only for now")
         if learnt:  # marks the learnt paths; the maths is .latent_laplace_grid's
             prior = GaussianLinear(prior_scale=base.hyperprior, noise_scale=1.0)
         else:

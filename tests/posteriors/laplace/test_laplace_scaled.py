@@ -198,16 +198,18 @@ def _cell_check(log_tau_draws, nodes, weights):
     assert stats.kstest(frac, stats.uniform(-0.5, 1.0).cdf).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("nodes", ["grid", "adaptive"])
 @pytest.mark.parametrize("route", ["draw_scales", "posterior"])
-def test_tau_draws_spread_over_their_cells(route):
+def test_tau_draws_spread_over_their_cells(route, nodes):
     """A draw of tau is its node spread over the node's cell in log tau (the grid's
     piecewise-constant density), not the node itself: on the nodes, SBC ranks log tau
     against a continuous truth as a step function (4 of 20 seeds flagged at 1 %)."""
     X, y = _data(seed=3, n=30, p=2, scale=1.0)
-    model = LaplaceGLM("logistic", prior_scale=None, n_max=40)
+    model = LaplaceGLM._holding(LearntScaleLaplace(
+        "logistic", LaplaceGLM().hyperprior, n_max=40, nodes=nodes))
     state = _fold(model, X, y)
-    tau, w = model.scale_posterior(state)
-    nodes, weights = np.log(np.asarray(tau, float)), np.asarray(w[0], float)
+    tau, w = model.scale_posterior(state)  # (L, J) each
+    nodes, weights = np.log(np.asarray(tau[0], float)), np.asarray(w[0], float)
     if route == "draw_scales":
         key = jax.random.key(1)
         theta, draws = model.draw_scales(key, state, 20000)
