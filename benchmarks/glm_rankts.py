@@ -25,7 +25,7 @@ Three parts, all measured in the same run (so the ratios compare like with like)
    compiles the fresh chains, and a second call on another position; issue target:
    under 2 s after the first call) and LaplaceGLM.
 
-Prints markdown tables; numbers go in the README with the machine line.
+Prints markdown tables; numbers go in docs/performance.md with the machine line.
 """
 
 from __future__ import annotations

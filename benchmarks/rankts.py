@@ -2,7 +2,7 @@
 
     python benchmarks/rankts.py [--quick]
 
-Prints markdown tables; numbers go in the README with the machine line.
+Prints markdown tables; numbers go in docs/performance.md with the machine line.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ TEST_COMMAND = (
     'python -m venv .venv && .venv/bin/pip install -e ".[test,dask]" '
     "&& .venv/bin/python -m pytest -q"
 )
-MAX_README_LINES = 220
+MAX_README_LINES = 130
 
 # [text](target) and ![alt](target); the target ends at whitespace or ")" (an
 # optional "title" after it is ignored). Text may hold backticks and one level of
