@@ -223,9 +223,9 @@ class LearntScaleLaplace(Part):
             mass = np.diff(cdf)
             mid = 0.5 * (rho[1:] + rho[:-1])
             mean = float(mass @ mid)
-            #: the nodes' first centre and largest spread: the hyperprior's mean and
-            #: sd in log tau
+            #: the nodes' first centre, the hyperprior's mean in log tau
             self.centre0 = mean
+            #: the nodes' largest spread, the hyperprior's sd in log tau
             self.spread0 = float(np.sqrt(mass @ (mid - mean) ** 2))
 
     #: what ``LaplaceGLM(prior_scale=None)`` passes as the hyperprior
