@@ -30,7 +30,7 @@ def main() -> None:
             ts.update(items, np.asarray(env.sample(jax.random.key(t), items), float))
             if t + 1 in (100, 1000, 3000):
                 tau, w = (np.asarray(a) for a in ts.model.scale_posterior(ts.state.model))
-                print(f"c = {c:g}, round {t + 1}: E[tau | D] = {np.round(w @ tau, 3)}, "
+                print(f"c = {c:g}, round {t + 1}: E[tau | D] = {np.round((w * tau).sum(-1), 3)}, "
                       f"true rms {np.round(rms, 3)}", flush=True)
 
 

@@ -241,7 +241,7 @@ def test_rank_ts_masks_nan_feedback_save_load_posterior_and_tampering(tmp_path):
     assert set(post.data_vars) == {"theta", "prior_scale"}
     assert set(dt["log_prior"].data_vars) == {"theta", "prior_scale"}
     tau, w = ts.model.scale_posterior(ts.state.model)
-    e_lt = float(np.asarray(w[1]) @ np.log(np.asarray(tau)))
+    e_lt = float(np.asarray(w[1]) @ np.log(np.asarray(tau[1])))  # nodes per position
     assert float(np.log(post["prior_scale"]).mean()) == pytest.approx(e_lt, abs=0.1)
     mean = np.asarray(ts.model.mean(ts.state.model))[1]
     sd = np.sqrt(np.diag(np.asarray(ts.model.covariance(ts.state.model))[1]))
