@@ -277,9 +277,8 @@ class LearntScaleLaplace(Part):
 
     def _update_nodes(self, state, x, y, valid) -> ScaleNodesState:
         """The adaptive nodes' round (:mod:`~bayesrank.posteriors.laplace.scale_nodes`)."""
-        L, n_max, p = state.x.shape
+        L = state.x.shape[0]
         dtype = state.x.dtype
-        eye = jnp.eye(p, dtype=dtype)
         x_buf, y_buf, n = buffers.append_rows(state, x, y, valid)
         # the nodes move to the posterior's mean and sd after the last round
         m, s = scale_nodes.centre_spread(state.log_tau, state.log_w, self.spread0)
@@ -309,7 +308,6 @@ class LearntScaleLaplace(Part):
         logits = log_pi + scale_nodes.log_evidence(lik, theta, chol, rho, dlogdet)
         logits = jnp.where(jnp.isfinite(logits), logits, -jnp.inf)
         log_w = logits - jax.scipy.special.logsumexp(logits, -1, keepdims=True)
-        del eye
         new = ScaleNodesState(x_buf, y_buf, n, theta, chol, rho, log_pi, log_w)
         return jax.tree.map(
             lambda a, b: jnp.where(valid.reshape((L,) + (1,) * (a.ndim - 1)), a, b),

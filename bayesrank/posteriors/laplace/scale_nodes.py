@@ -29,7 +29,6 @@ The 24-node grid (``nodes="grid"``: every node its own Newton fit) stays as the
 reference the tests hold this scheme to (docs/design-choices.md).
 
 Example:
-    >>> import numpy as np
     >>> Z.shape, float(Z[0]), float(Z[-1])
     ((13,), -3.0, 3.0)
 """
